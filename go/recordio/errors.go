@@ -1,0 +1,33 @@
+package recordio
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The classes of corruption. Every *Error wraps exactly one of them, so
+// callers test with errors.Is(err, recordio.ErrChecksum) and the like.
+var (
+	ErrBadMagic     = errors.New("bad magic")
+	ErrTruncated    = errors.New("truncated")
+	ErrChecksum     = errors.New("checksum mismatch")
+	ErrCompressor   = errors.New("unknown compressor")
+	ErrDecompress   = errors.New("cannot decompress payload")
+	ErrRecordLength = errors.New("record length past the payload")
+	ErrRecordCount  = errors.New("record count mismatch")
+	ErrTooLarge     = errors.New("chunk too large")
+)
+
+// Error reports a problem with one chunk of one file.
+type Error struct {
+	Path   string // file name as given to the reader or index
+	Chunk  int    // chunk number within the file, from 0
+	Offset int64  // byte offset of the chunk header
+	Err    error  // what is wrong; wraps one of the Err* sentinels
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("recordio: %s: chunk %d at offset %d: %v", e.Path, e.Chunk, e.Offset, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
