@@ -118,7 +118,6 @@ func chunkOffsets(data []byte) []int {
 	return offs
 }
 
-
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
