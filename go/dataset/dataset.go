@@ -1,0 +1,90 @@
+package dataset
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/go/wire"
+)
+
+// chunk is one entry of the block index: 24 bytes per chunk, whatever the
+// size of its file's index.
+type chunk struct {
+	offset     int64
+	file       int32 // index into Dataset.Files
+	idx        int32 // chunk number within the file
+	numRecords int64
+}
+
+// Dataset is the block index of a dataset and its division into tasks: task
+// i is chunks [i*ChunksPerTask, (i+1)*ChunksPerTask) of all files in order,
+// the last task possibly smaller. It is immutable once built.
+type Dataset struct {
+	Patterns      []string // as reported, in the order given
+	Files         []string // expanded, sorted, without duplicates
+	ChunksPerTask int
+	chunks        []chunk
+	records       int64
+}
+
+// Build expands the patterns and indexes every file by header scan.
+func Build(patterns []string, chunksPerTask int) (*Dataset, error) {
+	if chunksPerTask <= 0 {
+		return nil, fmt.Errorf("dataset: chunks per task must be positive, not %d", chunksPerTask)
+	}
+	files, err := Expand(patterns)
+	if err != nil {
+		return nil, err
+	}
+	ds := &Dataset{Patterns: slices.Clone(patterns), Files: files, ChunksPerTask: chunksPerTask}
+	for fi, path := range files {
+		ix, err := recordio.IndexFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		for ci, c := range ix.Chunks {
+			ds.chunks = append(ds.chunks, chunk{offset: c.Offset, file: int32(fi), idx: int32(ci), numRecords: int64(c.NumRecords)})
+			ds.records += int64(c.NumRecords)
+		}
+	}
+	if len(ds.chunks) == 0 {
+		return nil, fmt.Errorf("dataset: %d files matching %q hold no chunk", len(files), patterns)
+	}
+	return ds, nil
+}
+
+// NumChunks returns the number of chunks in the dataset.
+func (d *Dataset) NumChunks() int { return len(d.chunks) }
+
+// NumRecords returns the number of records in the dataset.
+func (d *Dataset) NumRecords() int64 { return d.records }
+
+// NumTasks returns the number of tasks the chunks are grouped into.
+func (d *Dataset) NumTasks() int {
+	return (len(d.chunks) + d.ChunksPerTask - 1) / d.ChunksPerTask
+}
+
+func (d *Dataset) taskChunks(task int) []chunk {
+	from := task * d.ChunksPerTask
+	return d.chunks[from:min(from+d.ChunksPerTask, len(d.chunks))]
+}
+
+// Blocks returns the blocks of a task, built on demand.
+func (d *Dataset) Blocks(task int) []wire.Block {
+	cs := d.taskChunks(task)
+	blocks := make([]wire.Block, len(cs))
+	for i, c := range cs {
+		blocks[i] = wire.Block{Path: d.Files[c.file], Idx: int(c.idx), Offset: c.offset, NumRecords: int(c.numRecords)}
+	}
+	return blocks
+}
+
+// TaskRecords returns the number of records of a task.
+func (d *Dataset) TaskRecords(task int) int64 {
+	var n int64
+	for _, c := range d.taskChunks(task) {
+		n += c.numRecords
+	}
+	return n
+}

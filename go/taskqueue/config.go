@@ -1,0 +1,78 @@
+package taskqueue
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config sets passes and the timeout policy. Zero fields take the defaults.
+//
+// A task's timeout is computed when it is dispatched:
+//
+//	timeout = clamp(Factor × average seconds per record × records in the task,
+//	                TimeoutMin, Timeout)
+//
+// where the average is over the last Window finished dispatches, each one's
+// duration divided by its task's record count (so the small last task is not
+// penalised). Until MinSamples dispatches have finished, the timeout is
+// Timeout.
+type Config struct {
+	Passes      int           // passes over the dataset; default 1
+	Timeout     time.Duration // upper bound and initial timeout; default 10m
+	TimeoutMin  time.Duration // lower bound; default 10s
+	Factor      float64       // multiple of the average; default 3
+	MaxTimeouts int           // a task that times out or fails more often than this in a pass moves to Failed; default 3
+	Window      int           // finished dispatches in the moving average; default 20
+	MinSamples  int           // finished dispatches before the average is used; default 3
+}
+
+// Defaults of Config.
+const (
+	DefaultPasses      = 1
+	DefaultTimeout     = 10 * time.Minute
+	DefaultTimeoutMin  = 10 * time.Second
+	DefaultFactor      = 3
+	DefaultMaxTimeouts = 3
+	DefaultWindow      = 20
+	DefaultMinSamples  = 3
+)
+
+// withDefaults fills zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if c.Passes == 0 {
+		c.Passes = DefaultPasses
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.TimeoutMin == 0 {
+		c.TimeoutMin = min(DefaultTimeoutMin, c.Timeout)
+	}
+	if c.Factor == 0 {
+		c.Factor = DefaultFactor
+	}
+	if c.MaxTimeouts == 0 {
+		c.MaxTimeouts = DefaultMaxTimeouts
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = DefaultMinSamples
+	}
+	switch {
+	case c.Passes < 0:
+		return c, fmt.Errorf("taskqueue: passes must be positive, not %d", c.Passes)
+	case c.Timeout < 0 || c.TimeoutMin < 0:
+		return c, fmt.Errorf("taskqueue: timeouts must be positive, not %v and %v", c.Timeout, c.TimeoutMin)
+	case c.TimeoutMin > c.Timeout:
+		return c, fmt.Errorf("taskqueue: minimum timeout %v is above the timeout %v", c.TimeoutMin, c.Timeout)
+	case c.Factor < 0:
+		return c, fmt.Errorf("taskqueue: timeout factor must be positive, not %v", c.Factor)
+	case c.MaxTimeouts < 0 || c.Window < 0 || c.MinSamples < 0:
+		return c, fmt.Errorf("taskqueue: max timeouts, window and min samples must be positive")
+	case c.MinSamples > c.Window:
+		return c, fmt.Errorf("taskqueue: min samples %d is above the window %d", c.MinSamples, c.Window)
+	}
+	return c, nil
+}

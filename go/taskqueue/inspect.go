@@ -1,0 +1,50 @@
+package taskqueue
+
+import (
+	"container/heap"
+	"time"
+)
+
+// Pass returns the current pass; it equals Passes once all are done.
+func (q *Queues) Pass() int { return q.pass }
+
+// Passes returns the number of passes configured.
+func (q *Queues) Passes() int { return q.cfg.Passes }
+
+// AllDone reports whether every pass is over.
+func (q *Queues) AllDone() bool { return q.pass == q.cfg.Passes }
+
+// NumTasks returns the number of tasks.
+func (q *Queues) NumTasks() int { return len(q.entries) }
+
+// Count returns how many tasks are in a queue in the current pass.
+func (q *Queues) Count(queue Queue) int { return q.counts[queue] }
+
+// Entry returns a task's entry in the current pass.
+func (q *Queues) Entry(task int) Entry { return q.entry(task) }
+
+// Tasks returns the tasks in a queue, in task order.
+func (q *Queues) Tasks(queue Queue) []Record {
+	var out []Record
+	for i := range q.entries {
+		if e := q.entry(i); e.Queue == queue {
+			out = append(out, Record{Index: i, Entry: e})
+		}
+	}
+	return out
+}
+
+// NextDeadline returns the earliest deadline of a pending dispatch.
+func (q *Queues) NextDeadline() (time.Time, bool) {
+	for len(q.timers) > 0 {
+		it := q.timers[0]
+		if e := q.entry(it.task); e.Queue == Pending && e.Epoch == it.epoch {
+			return it.at, true
+		}
+		heap.Pop(&q.timers)
+	}
+	return time.Time{}, false
+}
+
+// Timeout returns the timeout a dispatch of the task would get now.
+func (q *Queues) Timeout(task int) time.Duration { return q.timeoutFor(q.records(task)) }

@@ -1,0 +1,319 @@
+package taskqueue
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Queue says where a task is in its pass.
+type Queue uint8
+
+// The queues; the numbers are persisted.
+const (
+	Todo    Queue = 0
+	Pending Queue = 1
+	Done    Queue = 2
+	Failed  Queue = 3
+)
+
+func (q Queue) String() string {
+	switch q {
+	case Todo:
+		return "todo"
+	case Pending:
+		return "pending"
+	case Done:
+		return "done"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("queue(%d)", uint8(q))
+}
+
+// Entry is the state of one task in one pass.
+type Entry struct {
+	Pass       int       // the pass it describes; older means untouched in the current pass
+	Queue      Queue     // where the task is
+	Epoch      int       // dispatches of the task in this pass
+	Timeouts   int       // timeouts and failure reports in this pass (the design's NumTimeout)
+	Seq        int64     // order in Todo: lower is dispatched first
+	Dispatched time.Time // Pending: when the current dispatch started
+	Deadline   time.Time // Pending: when the current dispatch times out
+	Error      string    // the last failure reason or timeout, for inspection
+}
+
+// Record is one task's entry, as a Change carries it.
+type Record struct {
+	Index int
+	Entry
+}
+
+// Change is what one operation changed.
+type Change struct {
+	Pass        int      // the pass after the change; Passes once all are done
+	PassChanged bool     // the operation ended a pass
+	Records     []Record // new entries of the tasks it touched
+}
+
+// Empty reports whether the change changed nothing.
+func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
+
+// Errors of the operations. Reports that change nothing are not errors: they
+// return a Report saying why.
+var (
+	ErrNoTask      = errors.New("taskqueue: no task available")
+	ErrAllDone     = errors.New("taskqueue: all passes done")
+	ErrBadReport   = errors.New("taskqueue: bad report")
+	ErrFuturePass  = errors.New("taskqueue: pass has not started")
+	ErrFutureEpoch = errors.New("taskqueue: epoch from the future")
+)
+
+// Report is what a finish or failure report did.
+type Report int
+
+// Outcomes of a report.
+const (
+	Recorded    Report = iota + 1 // the task's state changed
+	AlreadyDone                   // the task is already Done in this pass
+	StalePass                     // the report's pass is over
+	Superseded                    // a failure of a dispatch that is no longer current
+)
+
+// Queues holds the state of every task of a dataset.
+type Queues struct {
+	cfg      Config
+	records  func(task int) int64
+	pass     int
+	entries  []Entry
+	counts   [4]int
+	todo     []todoItem // ordered by seq; items whose task moved on are skipped
+	todoHead int
+	nextSeq  int64
+	timers   deadlineHeap
+	avg      movingAverage
+}
+
+type todoItem struct {
+	task int
+	seq  int64
+}
+
+// New returns the queues of numTasks tasks at the start of pass 0;
+// records(i) is the number of records of task i.
+func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error) {
+	return Restore(cfg, numTasks, records, 0, nil)
+}
+
+// Restore rebuilds queues from a stored pass and the stored entries (entries
+// of other passes are ignored). Pending tasks keep their deadlines.
+func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored []Record) (*Queues, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if numTasks <= 0 {
+		return nil, fmt.Errorf("taskqueue: %d tasks: a dataset needs at least one", numTasks)
+	}
+	if pass < 0 || pass > cfg.Passes {
+		return nil, fmt.Errorf("taskqueue: stored pass %d is outside 0..%d", pass, cfg.Passes)
+	}
+	q := &Queues{cfg: cfg, records: records, entries: make([]Entry, numTasks), avg: newMovingAverage(cfg.Window)}
+	q.startPass(pass)
+	for _, r := range stored {
+		if r.Index < 0 || r.Index >= numTasks {
+			return nil, fmt.Errorf("taskqueue: stored entry for task %d, dataset has %d tasks", r.Index, numTasks)
+		}
+		if r.Pass != pass || pass == cfg.Passes {
+			continue
+		}
+		if r.Queue > Failed {
+			return nil, fmt.Errorf("taskqueue: stored entry for task %d has unknown queue %d", r.Index, r.Queue)
+		}
+		q.set(r.Index, r.Entry)
+		q.nextSeq = max(q.nextSeq, r.Seq+1)
+	}
+	q.rebuildTodo()
+	return q, nil
+}
+
+// startPass makes every task untouched in pass p.
+func (q *Queues) startPass(p int) {
+	q.pass = p
+	q.counts = [4]int{}
+	q.timers = q.timers[:0]
+	q.todo, q.todoHead = q.todo[:0], 0
+	q.nextSeq = int64(len(q.entries))
+	if p == q.cfg.Passes {
+		return
+	}
+	q.counts[Todo] = len(q.entries)
+	for i := range q.entries {
+		q.todo = append(q.todo, todoItem{task: i, seq: int64(i)})
+	}
+}
+
+// rebuildTodo orders Todo by seq after a restore.
+func (q *Queues) rebuildTodo() {
+	q.todo, q.todoHead = q.todo[:0], 0
+	for i := range q.entries {
+		if e := q.entry(i); e.Queue == Todo {
+			q.todo = append(q.todo, todoItem{task: i, seq: e.Seq})
+		}
+	}
+	sortTodo(q.todo)
+}
+
+// entry returns the effective entry of a task in the current pass.
+func (q *Queues) entry(task int) Entry {
+	e := q.entries[task]
+	if e.Pass != q.pass {
+		return Entry{Pass: q.pass, Queue: Todo, Seq: int64(task)}
+	}
+	return e
+}
+
+// set replaces a task's entry, keeping counts, Todo and timers in step.
+func (q *Queues) set(task int, e Entry) {
+	old := q.entry(task)
+	q.counts[old.Queue]--
+	q.counts[e.Queue]++
+	q.entries[task] = e
+	switch {
+	case e.Queue == Todo && (old.Queue != Todo || old.Seq != e.Seq):
+		q.todo = append(q.todo, todoItem{task: task, seq: e.Seq})
+	case e.Queue == Pending:
+		heap.Push(&q.timers, deadlineItem{at: e.Deadline, task: task, epoch: e.Epoch})
+	}
+}
+
+// Dispatch hands out the task at the head of Todo.
+func (q *Queues) Dispatch(now time.Time) (task, epoch int, ch Change, err error) {
+	if q.pass == q.cfg.Passes {
+		return 0, 0, Change{}, ErrAllDone
+	}
+	for ; q.todoHead < len(q.todo); q.todoHead++ {
+		it := q.todo[q.todoHead]
+		e := q.entry(it.task)
+		if e.Queue != Todo || e.Seq != it.seq {
+			continue // the task moved on since it was queued
+		}
+		q.todoHead++
+		e.Queue, e.Epoch = Pending, e.Epoch+1
+		e.Dispatched, e.Deadline = now, now.Add(q.timeoutFor(q.records(it.task)))
+		ch = q.change(it.task, e)
+		q.compactTodo()
+		return it.task, e.Epoch, ch, nil
+	}
+	q.compactTodo()
+	return 0, 0, Change{}, ErrNoTask
+}
+
+// compactTodo drops the consumed head of Todo once it is most of the slice.
+func (q *Queues) compactTodo() {
+	if q.todoHead > 1024 && q.todoHead*2 > len(q.todo) {
+		q.todo = append(q.todo[:0], q.todo[q.todoHead:]...)
+		q.todoHead = 0
+	}
+}
+
+// Finish records that a dispatch of the task completed.
+func (q *Queues) Finish(task, pass, epoch int, now time.Time) (Report, Change, error) {
+	e, rep, err := q.checkReport(task, pass, epoch)
+	if err != nil || rep != 0 {
+		return rep, Change{}, err
+	}
+	if e.Queue == Done {
+		return AlreadyDone, Change{}, nil
+	}
+	if e.Queue == Pending && e.Epoch == epoch {
+		q.sample(task, now.Sub(e.Dispatched))
+	}
+	e.Queue, e.Dispatched, e.Deadline = Done, time.Time{}, time.Time{}
+	return Recorded, q.change(task, e), nil
+}
+
+// Fail records that the current dispatch of the task failed; like a timeout,
+// it sends the task back to Todo, or to Failed past MaxTimeouts.
+func (q *Queues) Fail(task, pass, epoch int, reason string) (Report, Change, error) {
+	e, rep, err := q.checkReport(task, pass, epoch)
+	if err != nil || rep != 0 {
+		return rep, Change{}, err
+	}
+	switch {
+	case e.Queue == Done:
+		return AlreadyDone, Change{}, nil
+	case e.Queue != Pending || e.Epoch != epoch:
+		return Superseded, Change{}, nil
+	}
+	return Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, reason))), nil
+}
+
+// Expire sends every pending task whose deadline is not after now back to
+// Todo (or to Failed past MaxTimeouts). It returns the tasks that timed out
+// and what changed.
+func (q *Queues) Expire(now time.Time) (expired []int, ch Change) {
+	for len(q.timers) > 0 && !q.timers[0].at.After(now) {
+		it := heap.Pop(&q.timers).(deadlineItem)
+		e := q.entry(it.task)
+		if e.Queue != Pending || e.Epoch != it.epoch {
+			continue // finished or failed since
+		}
+		reason := fmt.Sprintf("dispatch %d timed out after %v", e.Epoch, e.Deadline.Sub(e.Dispatched).Round(time.Millisecond))
+		c := q.change(it.task, q.retry(e, reason))
+		ch.Records = append(ch.Records, c.Records...)
+		ch.PassChanged = ch.PassChanged || c.PassChanged
+		expired = append(expired, it.task)
+	}
+	ch.Pass = q.pass
+	return expired, ch
+}
+
+// retry counts a timeout or failure and sends the task to the end of Todo,
+// or to Failed once it has used up its retries.
+func (q *Queues) retry(e Entry, reason string) Entry {
+	e.Timeouts++
+	e.Error = reason
+	e.Dispatched, e.Deadline = time.Time{}, time.Time{}
+	if e.Timeouts > q.cfg.MaxTimeouts {
+		e.Queue = Failed
+		return e
+	}
+	e.Queue, e.Seq = Todo, q.nextSeq
+	q.nextSeq++
+	return e
+}
+
+// checkReport validates a report. A non-zero Report means it is stale and
+// changes nothing.
+func (q *Queues) checkReport(task, pass, epoch int) (Entry, Report, error) {
+	switch {
+	case task < 0 || task >= len(q.entries):
+		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks)", ErrBadReport, task, len(q.entries))
+	case pass < 0 || epoch < 1:
+		return Entry{}, 0, fmt.Errorf("%w: task %d: pass %d epoch %d (want pass >= 0, epoch >= 1)", ErrBadReport, task, pass, epoch)
+	case pass < q.pass:
+		return Entry{}, StalePass, nil
+	case pass > q.pass:
+		return Entry{}, 0, fmt.Errorf("%w: task %d reported for pass %d, the master is in pass %d", ErrFuturePass, task, pass, q.pass)
+	}
+	e := q.entry(task)
+	if epoch > e.Epoch {
+		return Entry{}, 0, fmt.Errorf("%w: task %d epoch %d, it has had %d dispatches in pass %d", ErrFutureEpoch, task, epoch, e.Epoch, pass)
+	}
+	return e, 0, nil
+}
+
+// change applies a task's new entry and ends the pass if nothing is left in
+// Todo or Pending.
+func (q *Queues) change(task int, e Entry) Change {
+	q.set(task, e)
+	ch := Change{Records: []Record{{Index: task, Entry: e}}}
+	if q.counts[Todo] == 0 && q.counts[Pending] == 0 {
+		q.startPass(q.pass + 1)
+		ch.PassChanged = true
+	}
+	ch.Pass = q.pass
+	return ch
+}

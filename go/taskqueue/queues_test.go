@@ -1,0 +1,406 @@
+package taskqueue
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tenRecords gives every task 10 records.
+func tenRecords(int) int64 { return 10 }
+
+func newQueues(t *testing.T, cfg Config, n int) *Queues {
+	t.Helper()
+	q, err := New(cfg, n, tenRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func dispatch(t *testing.T, q *Queues, now time.Time) (int, int) {
+	t.Helper()
+	task, epoch, ch, err := q.Dispatch(now)
+	if err != nil {
+		t.Fatalf("dispatch: %v", err)
+	}
+	if len(ch.Records) != 1 || ch.Records[0].Index != task || ch.Records[0].Queue != Pending {
+		t.Fatalf("dispatch change %+v", ch)
+	}
+	return task, epoch
+}
+
+func counts(q *Queues) [4]int {
+	return [4]int{q.Count(Todo), q.Count(Pending), q.Count(Done), q.Count(Failed)}
+}
+
+func TestDispatchOrderAndEpochs(t *testing.T) {
+	q := newQueues(t, Config{}, 3)
+	for want := range 3 {
+		task, epoch := dispatch(t, q, t0)
+		if task != want || epoch != 1 {
+			t.Fatalf("dispatched task %d epoch %d, want task %d epoch 1", task, epoch, want)
+		}
+	}
+	if _, _, _, err := q.Dispatch(t0); !errors.Is(err, ErrNoTask) {
+		t.Fatalf("fourth dispatch: %v, want no task", err)
+	}
+	if c := counts(q); c != [4]int{0, 3, 0, 0} {
+		t.Fatalf("counts %v", c)
+	}
+	// Task 1 times out and comes back at the end of Todo with epoch 2.
+	q.Fail(1, 0, 1, "boom")
+	task, epoch := dispatch(t, q, t0)
+	if task != 1 || epoch != 2 {
+		t.Fatalf("redispatch: task %d epoch %d", task, epoch)
+	}
+}
+
+func TestReports(t *testing.T) {
+	type step struct {
+		op          string // "finish" or "fail"
+		task, epoch int
+		pass        int
+		want        Report
+		wantErr     error
+		wantQueue   Queue
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(q *Queues) // starts with tasks 0 and 1 dispatched once, task 2 in Todo
+		steps []step
+	}{
+		{"finish current", nil, []step{{"finish", 0, 1, 0, Recorded, nil, Done}}},
+		{"duplicate finish", nil, []step{
+			{"finish", 0, 1, 0, Recorded, nil, Done},
+			{"finish", 0, 1, 0, AlreadyDone, nil, Done},
+		}},
+		{"finish of an older epoch while pending again", func(q *Queues) {
+			q.Fail(0, 0, 1, "x")
+			q.Dispatch(t0) // task 2
+			q.Dispatch(t0) // task 0, epoch 2
+		}, []step{
+			{"finish", 0, 1, 0, Recorded, nil, Done},
+			{"finish", 0, 2, 0, AlreadyDone, nil, Done},
+		}},
+		{"finish after timeout, back in todo", func(q *Queues) { q.Expire(t0.Add(time.Hour)) }, []step{
+			{"finish", 1, 1, 0, Recorded, nil, Done},
+		}},
+		{"unknown task", nil, []step{{"finish", 7, 1, 0, 0, ErrBadReport, Todo}}},
+		{"negative task", nil, []step{{"fail", -1, 1, 0, 0, ErrBadReport, Todo}}},
+		{"epoch zero", nil, []step{{"finish", 0, 0, 0, 0, ErrBadReport, Pending}}},
+		{"epoch from the future", nil, []step{{"finish", 0, 2, 0, 0, ErrFutureEpoch, Pending}}},
+		{"never dispatched", nil, []step{{"finish", 2, 1, 0, 0, ErrFutureEpoch, Todo}}},
+		{"future pass", nil, []step{{"finish", 0, 1, 1, 0, ErrFuturePass, Pending}}},
+		{"fail current", nil, []step{{"fail", 0, 1, 0, Recorded, nil, Todo}}},
+		{"fail twice", nil, []step{
+			{"fail", 0, 1, 0, Recorded, nil, Todo},
+			{"fail", 0, 1, 0, Superseded, nil, Todo},
+		}},
+		{"fail of a done task", nil, []step{
+			{"finish", 0, 1, 0, Recorded, nil, Done},
+			{"fail", 0, 1, 0, AlreadyDone, nil, Done},
+		}},
+		{"fail of an older epoch", func(q *Queues) {
+			q.Fail(0, 0, 1, "x")
+			q.Dispatch(t0)
+			q.Dispatch(t0)
+		}, []step{{"fail", 0, 1, 0, Superseded, nil, Pending}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueues(t, Config{Passes: 2}, 3)
+			dispatch(t, q, t0)
+			dispatch(t, q, t0)
+			if tc.setup != nil {
+				tc.setup(q)
+			}
+			for i, s := range tc.steps {
+				before := counts(q)
+				var rep Report
+				var ch Change
+				var err error
+				if s.op == "finish" {
+					rep, ch, err = q.Finish(s.task, s.pass, s.epoch, t0.Add(time.Second))
+				} else {
+					rep, ch, err = q.Fail(s.task, s.pass, s.epoch, "broken block")
+				}
+				if !errors.Is(err, s.wantErr) || rep != s.want {
+					t.Fatalf("step %d: report %v error %v, want %v %v", i, rep, err, s.want, s.wantErr)
+				}
+				if (rep == Recorded) == ch.Empty() {
+					t.Fatalf("step %d: report %v with change %+v", i, rep, ch)
+				}
+				if rep != Recorded && counts(q) != before {
+					t.Fatalf("step %d: a report that records nothing changed counts %v to %v", i, before, counts(q))
+				}
+				if s.task >= 0 && s.task < 3 {
+					if got := q.Entry(s.task).Queue; got != s.wantQueue {
+						t.Fatalf("step %d: task %d in %v, want %v", i, s.task, got, s.wantQueue)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestStalePassReport(t *testing.T) {
+	q := newQueues(t, Config{Passes: 2}, 1)
+	task, epoch := dispatch(t, q, t0)
+	if rep, ch, err := q.Finish(task, 0, epoch, t0); rep != Recorded || !ch.PassChanged || ch.Pass != 1 || err != nil {
+		t.Fatalf("finish of the only task: %v %+v %v", rep, ch, err)
+	}
+	for _, op := range []func() (Report, Change, error){
+		func() (Report, Change, error) { return q.Finish(task, 0, epoch, t0) },
+		func() (Report, Change, error) { return q.Fail(task, 0, epoch, "late") },
+	} {
+		if rep, ch, err := op(); rep != StalePass || !ch.Empty() || err != nil {
+			t.Fatalf("report for pass 0 in pass 1: %v %+v %v", rep, ch, err)
+		}
+	}
+	if q.Entry(task).Queue != Todo || q.Pass() != 1 {
+		t.Fatalf("task in %v, pass %d", q.Entry(task).Queue, q.Pass())
+	}
+}
+
+// TestPassEnds drives a pass to its end by each way a last task can leave.
+func TestPassEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		last func(q *Queues, task, epoch int) Change
+	}{
+		{"by finish", func(q *Queues, task, epoch int) Change {
+			_, ch, _ := q.Finish(task, 0, epoch, t0)
+			return ch
+		}},
+		{"by failure past the limit", func(q *Queues, task, epoch int) Change {
+			_, ch, _ := q.Fail(task, 0, epoch, "bad block")
+			return ch
+		}},
+		{"by discard after timeouts", func(q *Queues, task, epoch int) Change {
+			_, ch := q.Expire(t0.Add(24 * time.Hour))
+			return ch
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueues(t, Config{Passes: 2, MaxTimeouts: 1}, 2)
+			a, ea := dispatch(t, q, t0)
+			if _, _, err := q.Finish(a, 0, ea, t0); err != nil {
+				t.Fatal(err)
+			}
+			b, eb := dispatch(t, q, t0)
+			if tc.name != "by finish" { // use up the one retry first
+				q.Fail(b, 0, eb, "first failure")
+				b, eb = dispatch(t, q, t0)
+			}
+			ch := tc.last(q, b, eb)
+			if !ch.PassChanged || ch.Pass != 1 || q.Pass() != 1 {
+				t.Fatalf("change %+v, pass %d: the pass did not end", ch, q.Pass())
+			}
+			if c := counts(q); c != [4]int{2, 0, 0, 0} {
+				t.Fatalf("pass 1 starts with counts %v, want everything in todo", c)
+			}
+			if e := q.Entry(b); e.Timeouts != 0 || e.Epoch != 0 || e.Queue != Todo {
+				t.Fatalf("failed task enters pass 1 as %+v, want reset", e)
+			}
+			// Pass 1 runs to the end: all passes done.
+			for range 2 {
+				task, epoch := dispatch(t, q, t0)
+				if _, _, err := q.Finish(task, 1, epoch, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, _, err := q.Dispatch(t0); !errors.Is(err, ErrAllDone) || !q.AllDone() {
+				t.Fatalf("after the last pass: %v", err)
+			}
+		})
+	}
+}
+
+func TestPendingWithoutTodoIsNoTask(t *testing.T) {
+	q := newQueues(t, Config{}, 1)
+	dispatch(t, q, t0)
+	if _, _, _, err := q.Dispatch(t0); !errors.Is(err, ErrNoTask) {
+		t.Fatalf("%v, want no task available", err)
+	}
+}
+
+func TestTimeoutsAndDiscard(t *testing.T) {
+	q := newQueues(t, Config{Timeout: time.Minute, TimeoutMin: time.Second, MaxTimeouts: 2}, 2)
+	task, _ := dispatch(t, q, t0)
+	other, epoch := dispatch(t, q, t0)
+	if _, _, err := q.Finish(other, 0, epoch, t0.Add(time.Minute)); err != nil { // too late to be a sample that matters
+		t.Fatal(err)
+	}
+	if d, ok := q.NextDeadline(); !ok || !d.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("deadline %v %v, want the full timeout before any sample", d, ok)
+	}
+	if exp, ch := q.Expire(t0.Add(time.Minute - 1)); len(exp) != 0 || !ch.Empty() {
+		t.Fatalf("expired %v early", exp)
+	}
+	now := t0
+	for attempt := 1; attempt <= 3; attempt++ {
+		now = now.Add(time.Minute)
+		exp, ch := q.Expire(now)
+		if len(exp) != 1 || exp[0] != task || len(ch.Records) != 1 {
+			t.Fatalf("attempt %d: expired %v, change %+v", attempt, exp, ch)
+		}
+		e := ch.Records[0].Entry
+		if e.Timeouts != attempt {
+			t.Fatalf("attempt %d: %d timeouts counted", attempt, e.Timeouts)
+		}
+		if attempt <= 2 {
+			if e.Queue != Todo {
+				t.Fatalf("attempt %d: task in %v, want todo", attempt, e.Queue)
+			}
+			if got, _ := dispatch(t, q, now); got != task {
+				t.Fatalf("attempt %d: task %d not redispatched", attempt, task)
+			}
+			continue
+		}
+		if e.Queue != Failed || e.Error == "" || !ch.PassChanged {
+			t.Fatalf("after %d timeouts task is %+v (pass changed: %v), want failed with a reason, ending the pass", attempt, e, ch.PassChanged)
+		}
+	}
+}
+
+func TestFailedListing(t *testing.T) {
+	q := newQueues(t, Config{MaxTimeouts: 1}, 2)
+	task, epoch := dispatch(t, q, t0)
+	dispatch(t, q, t0) // task 1 stays pending, so the pass goes on
+	q.Fail(task, 0, epoch, "first")
+	task, epoch = dispatch(t, q, t0)
+	if rep, _, _ := q.Fail(task, 0, epoch, "unreadable block"); rep != Recorded {
+		t.Fatalf("report %v", rep)
+	}
+	got := q.Tasks(Failed)
+	if len(got) != 1 || got[0].Index != task || got[0].Timeouts != 2 || got[0].Error != "dispatch 2 failed: unreadable block" {
+		t.Fatalf("failed tasks %+v", got)
+	}
+}
+
+func TestMovingAverageTimeout(t *testing.T) {
+	sizes := func(task int) int64 { return []int64{100, 100, 100, 100, 10}[task] }
+	q, err := New(Config{Timeout: 10 * time.Minute, TimeoutMin: time.Second, Factor: 3, MinSamples: 2, Window: 2}, 5, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three finishes of 100 records: 10 s, 20 s, 40 s. The window of 2 keeps
+	// the last two: 0.3 s per record on average.
+	now := t0
+	for i, took := range []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second} {
+		if i < 2 && q.Timeout(4) != 10*time.Minute {
+			t.Fatalf("timeout %v before enough samples, want the maximum", q.Timeout(4))
+		}
+		task, epoch := dispatch(t, q, now)
+		now = now.Add(took)
+		if _, _, err := q.Finish(task, 0, epoch, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		task int
+		want time.Duration
+	}{
+		{3, 90 * time.Second}, // 3 × 0.3 s × 100
+		{4, 9 * time.Second},  // 3 × 0.3 s × 10: the small last task is not penalised
+	} {
+		if got := q.Timeout(tc.task); got != tc.want {
+			t.Errorf("task %d: timeout %v, want %v", tc.task, got, tc.want)
+		}
+	}
+	task, _ := dispatch(t, q, now)
+	if d, _ := q.NextDeadline(); !d.Equal(now.Add(90 * time.Second)) {
+		t.Fatalf("task %d dispatched with deadline %v, want %v", task, d.Sub(now), 90*time.Second)
+	}
+}
+
+func TestTimeoutClamps(t *testing.T) {
+	for _, tc := range []struct {
+		took time.Duration
+		want time.Duration
+	}{
+		{time.Millisecond, 5 * time.Second}, // up to the minimum
+		{time.Hour, time.Minute},            // down to the maximum
+	} {
+		q, _ := New(Config{Timeout: time.Minute, TimeoutMin: 5 * time.Second, MinSamples: 1, Window: 1}, 2, tenRecords)
+		task, epoch := dispatch(t, q, t0)
+		q.Finish(task, 0, epoch, t0.Add(tc.took))
+		if got := q.Timeout(1); got != tc.want {
+			t.Errorf("after a dispatch of %v: timeout %v, want %v", tc.took, got, tc.want)
+		}
+	}
+}
+
+func TestRestore(t *testing.T) {
+	cfg := Config{Passes: 3, Timeout: time.Minute, TimeoutMin: time.Second}
+	q := newQueues(t, cfg, 5)
+	var stored = map[int]Record{}
+	pass := 0
+	keep := func(ch Change) {
+		for _, r := range ch.Records {
+			stored[r.Index] = r
+		}
+		pass = ch.Pass
+	}
+	// Pass 0 ends; in pass 1 task 0 is done, 1 pending, 2 timed out and back in Todo.
+	for range 5 {
+		task, epoch, ch, _ := q.Dispatch(t0)
+		keep(ch)
+		_, ch, _ = q.Finish(task, 0, epoch, t0)
+		keep(ch)
+	}
+	for range 3 {
+		_, _, ch, _ := q.Dispatch(t0)
+		keep(ch)
+	}
+	_, ch, _ := q.Finish(0, 1, 1, t0)
+	keep(ch)
+	_, ch, _ = q.Fail(2, 1, 1, "flaky")
+	keep(ch)
+
+	var records []Record
+	for _, r := range stored {
+		records = append(records, r)
+	}
+	r, err := Restore(cfg, 5, tenRecords, pass, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pass() != 1 || counts(r) != counts(q) || counts(r) != [4]int{3, 1, 1, 0} {
+		t.Fatalf("restored pass %d counts %v, want pass 1 counts %v", r.Pass(), counts(r), counts(q))
+	}
+	want, _ := q.NextDeadline()
+	if d, ok := r.NextDeadline(); !ok || !d.Equal(want) {
+		t.Fatalf("restored deadline %v %v, want the stored %v", d, ok, want)
+	}
+	// Todo order survives: 3, 4 (never dispatched this pass), then 2 (requeued).
+	for _, want := range []int{3, 4, 2} {
+		if task, _ := dispatch(t, r, t0); task != want {
+			t.Fatalf("restored queue dispatched %d, want %d", task, want)
+		}
+	}
+	if _, err := Restore(cfg, 5, tenRecords, 4, nil); err == nil {
+		t.Fatal("a stored pass past the last was accepted")
+	}
+	if _, err := Restore(cfg, 5, tenRecords, 0, []Record{{Index: 9}}); err == nil {
+		t.Fatal("an entry for a task past the end was accepted")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{
+		{Passes: -1},
+		{Timeout: time.Second, TimeoutMin: time.Minute},
+		{Factor: -1},
+		{MinSamples: 30, Window: 5},
+	} {
+		if _, err := New(cfg, 1, tenRecords); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+	if _, err := New(Config{}, 0, tenRecords); err == nil {
+		t.Error("zero tasks accepted")
+	}
+}

@@ -1,0 +1,50 @@
+package taskqueue
+
+import "time"
+
+// movingAverage is the mean of the last len(samples) values of seconds per
+// record.
+type movingAverage struct {
+	samples []float64
+	next    int
+	filled  int
+	sum     float64
+}
+
+func newMovingAverage(window int) movingAverage {
+	return movingAverage{samples: make([]float64, window)}
+}
+
+func (m *movingAverage) add(v float64) {
+	if m.filled == len(m.samples) {
+		m.sum -= m.samples[m.next]
+	} else {
+		m.filled++
+	}
+	m.samples[m.next] = v
+	m.sum += v
+	m.next = (m.next + 1) % len(m.samples)
+}
+
+func (m *movingAverage) mean() float64 { return m.sum / float64(m.filled) }
+
+// timeoutFor returns the timeout of a dispatch of a task of records records.
+func (q *Queues) timeoutFor(records int64) time.Duration {
+	if q.avg.filled < q.cfg.MinSamples {
+		return q.cfg.Timeout
+	}
+	secs := q.cfg.Factor * q.avg.mean() * float64(max(records, 1))
+	d := time.Duration(secs * float64(time.Second))
+	if secs > q.cfg.Timeout.Seconds() { // also guards the conversion against overflow
+		d = q.cfg.Timeout
+	}
+	return min(max(d, q.cfg.TimeoutMin), q.cfg.Timeout)
+}
+
+// sample records how long a finished dispatch took.
+func (q *Queues) sample(task int, took time.Duration) {
+	if took < 0 {
+		took = 0
+	}
+	q.avg.add(took.Seconds() / float64(max(q.records(task), 1)))
+}

@@ -1,0 +1,93 @@
+// Package wire is the contract between the master and its trainers: the
+// types that travel over net/rpc (gob codec, plain TCP) and the error texts
+// clients act on. Trainers in other programs depend on it, so it only grows:
+// fields are added, never renamed or removed (gob ignores fields one side
+// does not know).
+//
+// The master registers one service, named "Master", and serves it with
+// rpc.ServeConn on every accepted TCP connection; clients use
+// rpc.Dial("tcp", addr). Its methods:
+//
+//	Master.ReportDataset(paths []string, reply *int) error
+//	Master.GetTask(finished Task, reply *Task) error
+//	Master.TaskFinished(task Task, reply *int) error
+//	Master.TaskFailed(task Task, reply *int) error
+//
+// GetTask's finished argument is the task the trainer just completed, or the
+// zero Task (Epoch 0) when it has none: one round trip reports a finish and
+// fetches the next task. TaskFinished and TaskFailed set *reply to one of the
+// Report values.
+package wire
+
+import "strings"
+
+// ServiceName is the name the master registers its RPC service under.
+const ServiceName = "Master"
+
+// Block names one RecordIO chunk: a trainer reads it with one seek to Offset
+// and no index scan of its own.
+type Block struct {
+	Path       string // RecordIO file
+	Idx        int    // index of the chunk within the file, from 0
+	Offset     int64  // byte offset of the chunk header
+	NumRecords int
+}
+
+// Task is a group of consecutive chunks handed to one trainer.
+type Task struct {
+	Index  int // task identity, stable across passes
+	Epoch  int // dispatch generation of this task within its pass, from 1; 0 means "no task"
+	Pass   int // pass of this dispatch, from 0
+	Blocks []Block
+	// Error says why the task failed; trainers set it with TaskFailed.
+	Error string
+}
+
+// Report is what the master did with a finish or failure report.
+type Report int
+
+const (
+	// Recorded: the report changed the task's state.
+	Recorded Report = 1
+	// AlreadyDone: the task was already done in this pass; nothing changed.
+	AlreadyDone Report = 2
+	// StalePass: the report belongs to a pass that is over; nothing changed.
+	StalePass Report = 3
+	// Superseded: a failure report from a dispatch that is no longer the
+	// task's current one (it timed out, was re-dispatched or is finished).
+	Superseded Report = 4
+)
+
+func (r Report) String() string {
+	switch r {
+	case Recorded:
+		return "recorded"
+	case AlreadyDone:
+		return "already done"
+	case StalePass:
+		return "stale pass"
+	case Superseded:
+		return "superseded"
+	}
+	return "unknown report"
+}
+
+// The error texts of the contract. Errors cross net/rpc as strings; a client
+// tests for these with Is, which looks for the text inside the message.
+const (
+	// ErrNoTask: no task can be handed out now but the pass is not over
+	// (tasks are pending elsewhere and may come back): retry later.
+	ErrNoTask = "no task available"
+	// ErrAllDone: every pass is over; training is finished.
+	ErrAllDone = "all passes done"
+	// ErrNoDataset: GetTask or a report came before any ReportDataset.
+	ErrNoDataset = "dataset not reported"
+	// ErrNotLeader: this master is not (or no longer) the one serving; the
+	// client should find the current master and call again.
+	ErrNotLeader = "master is not serving"
+)
+
+// Is reports whether err carries the contract text.
+func Is(err error, text string) bool {
+	return err != nil && strings.Contains(err.Error(), text)
+}
