@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bufio"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// buildMaster builds this command into a temporary directory.
+func buildMaster(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "master")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestProcessServesAndStopsOnSignal starts the real binary, talks to it and
+// stops it with SIGTERM.
+func TestProcessServesAndStopsOnSignal(t *testing.T) {
+	cmd := exec.Command(buildMaster(t), "-addr", "127.0.0.1:0", "-log-level", "debug")
+	cmd.Env = append(os.Environ(), "MASTER_PASSES=2")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	addrRE := regexp.MustCompile(`addr="?(127\.0\.0\.1:\d+)`)
+	var addr string
+	for addr == "" && lines.Scan() {
+		if m := addrRE.FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		t.Fatal("the master never said where it serves")
+	}
+	c, err := rpc.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task wire.Task
+	if err := c.Call("Master.GetTask", wire.Task{}, &task); !wire.Is(err, wire.ErrNoDataset) {
+		t.Fatalf("GetTask: %v", err)
+	}
+	c.Close()
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var rest strings.Builder
+	for lines.Scan() {
+		rest.WriteString(lines.Text() + "\n")
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, rest.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the master did not stop on SIGTERM")
+	}
+	if !strings.Contains(rest.String(), "shutting down") {
+		t.Fatalf("no shutdown log line:\n%s", rest.String())
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	var out strings.Builder
+	for _, args := range [][]string{
+		{"-passes", "-2"},
+		{"-task-timeout-min", "1h", "-task-timeout", "1m"},
+		{"-log-level", "loud"},
+		{"stray"},
+		{"-addr", "127.0.0.1:99999"},
+	} {
+		if err := run(t.Context(), args, &out); err == nil {
+			t.Errorf("master %q started", args)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package master
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/recordio"
+)
+
+// fakeClock moves only when told; Advance runs the timers that come due.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c       *fakeClock
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.stopped
+	t.stopped = true
+	return was
+}
+
+// Advance moves the clock and runs, in order, the timers due by then.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	keep := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.stopped:
+		case !t.at.After(c.now):
+			t.stopped = true
+			due = append(due, t)
+		default:
+			keep = append(keep, t)
+		}
+	}
+	c.timers = keep
+	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
+}
+
+// writeDataset writes files of chunks chunks of 3 records each and returns
+// their glob pattern.
+func writeDataset(t testing.TB, dir string, files, chunks int) string {
+	t.Helper()
+	for f := range files {
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%03d.recordio", f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(3 * len("file 000 record 00000")))
+		for i := range chunks * 3 {
+			if err := w.Write(fmt.Appendf(nil, "file %03d record %05d", f, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out.Close()
+	}
+	return filepath.Join(dir, "part-*.recordio")
+}
+
+func quietLog() logrus.FieldLogger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+func removeFile(path string) error { return os.Remove(path) }

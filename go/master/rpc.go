@@ -1,0 +1,118 @@
+package master
+
+import (
+	"context"
+	"net"
+	"net/rpc"
+	"sync"
+
+	"github.com/pkg/errors"
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// rpcService adapts a Service to net/rpc: its method set is exactly the wire
+// contract.
+type rpcService struct{ s *Service }
+
+func (r rpcService) ReportDataset(paths []string, reply *int) error {
+	return r.s.ReportDataset(context.Background(), paths)
+}
+
+func (r rpcService) GetTask(finished wire.Task, reply *wire.Task) error {
+	t, err := r.s.GetTask(context.Background(), finished)
+	*reply = t
+	return err
+}
+
+func (r rpcService) TaskFinished(task wire.Task, reply *int) error {
+	rep, err := r.s.TaskFinished(context.Background(), task)
+	*reply = int(rep)
+	return err
+}
+
+func (r rpcService) TaskFailed(task wire.Task, reply *int) error {
+	rep, err := r.s.TaskFailed(context.Background(), task)
+	*reply = int(rep)
+	return err
+}
+
+// Server serves a Service over net/rpc on a listener, one rpc.ServeConn per
+// accepted connection.
+type Server struct {
+	rpc *rpc.Server
+	log logrus.FieldLogger
+
+	mu    sync.Mutex
+	lis   net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewServer registers the service under wire.ServiceName.
+func NewServer(s *Service, log logrus.FieldLogger) (*Server, error) {
+	srv := rpc.NewServer()
+	if err := srv.RegisterName(wire.ServiceName, rpcService{s}); err != nil {
+		return nil, errors.Wrap(err, "master: register rpc service")
+	}
+	return &Server{rpc: srv, log: log, conns: map[net.Conn]struct{}{}}, nil
+}
+
+// Serve accepts connections until the listener is closed (by Close); it
+// then returns nil.
+func (sv *Server) Serve(lis net.Listener) error {
+	sv.mu.Lock()
+	sv.lis = lis
+	sv.mu.Unlock()
+	for {
+		conn, err := lis.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return errors.Wrap(err, "master: accept")
+		}
+		if !sv.track(conn) {
+			conn.Close()
+			return nil
+		}
+		sv.wg.Add(1)
+		go func() {
+			defer sv.wg.Done()
+			defer sv.untrack(conn)
+			sv.rpc.ServeConn(conn) // returns on EOF or on bytes that are not gob
+		}()
+	}
+}
+
+func (sv *Server) track(conn net.Conn) bool {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.conns == nil {
+		return false
+	}
+	sv.conns[conn] = struct{}{}
+	return true
+}
+
+func (sv *Server) untrack(conn net.Conn) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	delete(sv.conns, conn)
+}
+
+// Close stops accepting, closes every connection (in-flight calls fail on
+// the client side) and waits for the connection goroutines.
+func (sv *Server) Close() {
+	sv.mu.Lock()
+	if sv.lis != nil {
+		sv.lis.Close()
+	}
+	for c := range sv.conns {
+		c.Close()
+	}
+	sv.conns = nil
+	sv.mu.Unlock()
+	sv.wg.Wait()
+}

@@ -1,0 +1,358 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/dataset"
+	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/go/wire"
+)
+
+// Config configures a Service. Zero fields take the defaults.
+type Config struct {
+	ChunksPerTask int              // chunks grouped into one task; default 10
+	Queue         taskqueue.Config // passes and timeouts
+	Store         Store            // default: a new MemoryStore
+	Clock         Clock            // default: RealClock
+	Log           logrus.FieldLogger
+	// CommitTimeout bounds one Store call; default 10s.
+	CommitTimeout time.Duration
+}
+
+// DefaultChunksPerTask is the default of Config.ChunksPerTask.
+const DefaultChunksPerTask = 10
+
+// Service is the master's state and the operations of the wire contract.
+type Service struct {
+	cfg Config
+
+	buildMu sync.Mutex // one dataset build at a time, outside mu
+	mu      sync.Mutex
+	ds      *dataset.Dataset
+	q       *taskqueue.Queues
+	stale   bool // a commit failed: reload before the next operation
+	timer   Timer
+	closed  bool
+}
+
+// New returns a Service; Restore loads any state the store already holds.
+func New(cfg Config) (*Service, error) {
+	if cfg.ChunksPerTask == 0 {
+		cfg.ChunksPerTask = DefaultChunksPerTask
+	}
+	if cfg.ChunksPerTask < 0 {
+		return nil, fmt.Errorf("master: chunks per task must be positive, not %d", cfg.ChunksPerTask)
+	}
+	if cfg.Store == nil {
+		cfg.Store = NewMemoryStore()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.CommitTimeout == 0 {
+		cfg.CommitTimeout = 10 * time.Second
+	}
+	if _, err := taskqueue.New(cfg.Queue, 1, func(int) int64 { return 1 }); err != nil {
+		return nil, err // the queue configuration is checked up front
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// Restore loads the state held by the store, re-arming the deadlines of
+// pending tasks with their remaining time.
+func (s *Service) Restore(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reload(ctx)
+}
+
+func (s *Service) reload(ctx context.Context) error {
+	snap, err := s.cfg.Store.Load(ctx)
+	if err != nil {
+		return errors.Wrap(err, "master: load state")
+	}
+	s.ds, s.q, s.stale = nil, nil, false
+	if snap.Dataset != nil {
+		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Records)
+		if err != nil {
+			return errors.Wrap(err, "master: restore queues")
+		}
+		s.ds, s.q = snap.Dataset, q
+		s.cfg.Log.WithFields(s.progress()).Info("state restored")
+	}
+	s.rearm()
+	return nil
+}
+
+// Close stops the expiry timer; the service answers nothing afterwards.
+func (s *Service) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// ReportDataset accepts the dataset on the first successful call; later
+// calls must report the same list.
+func (s *Service) ReportDataset(ctx context.Context, patterns []string) error {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	if done, err := s.checkReported(patterns); done {
+		return err
+	}
+	start := s.cfg.Clock.Now()
+	ds, err := dataset.Build(patterns, s.cfg.ChunksPerTask)
+	if err != nil {
+		return errors.Wrap(err, "master: dataset not accepted")
+	}
+	q, err := taskqueue.New(s.cfg.Queue, ds.NumTasks(), ds.TaskRecords)
+	if err != nil {
+		return errors.Wrap(err, "master: dataset not accepted")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	if err := s.cfg.Store.SaveDataset(cctx, ds); err != nil {
+		s.stale = true
+		return errors.Wrap(err, "master: save dataset")
+	}
+	s.ds, s.q = ds, q
+	s.cfg.Log.WithFields(logrus.Fields{
+		"patterns": patterns, "files": len(ds.Files), "chunks": ds.NumChunks(), "tasks": ds.NumTasks(),
+		"records": ds.NumRecords(), "took": s.cfg.Clock.Now().Sub(start).Round(time.Millisecond),
+	}).Info("dataset accepted; pass 0 started")
+	return nil
+}
+
+// checkReported answers a report when a dataset is already accepted.
+func (s *Service) checkReported(patterns []string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ds == nil {
+		return false, nil
+	}
+	if !slices.Equal(s.ds.Patterns, patterns) {
+		return true, fmt.Errorf("master: dataset already reported as %q; this call reports %q", s.ds.Patterns, patterns)
+	}
+	return true, nil
+}
+
+// GetTask records the finish it carries, if any, then hands out a task.
+func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.readyWithDataset(ctx); err != nil {
+		return wire.Task{}, err
+	}
+	if finished.Epoch != 0 {
+		if _, err := s.finish(ctx, finished); err != nil {
+			return wire.Task{}, err
+		}
+	}
+	task, epoch, ch, err := s.q.Dispatch(s.cfg.Clock.Now())
+	switch {
+	case errors.Is(err, taskqueue.ErrNoTask):
+		return wire.Task{}, errors.New(wire.ErrNoTask)
+	case errors.Is(err, taskqueue.ErrAllDone):
+		return wire.Task{}, errors.New(wire.ErrAllDone)
+	case err != nil:
+		return wire.Task{}, err
+	}
+	if err := s.commit(ctx, ch); err != nil {
+		return wire.Task{}, err
+	}
+	e := s.q.Entry(task)
+	s.cfg.Log.WithFields(logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(),
+		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}).Debug("task dispatched")
+	return wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task)}, nil
+}
+
+// TaskFinished records a finish report.
+func (s *Service) TaskFinished(ctx context.Context, t wire.Task) (wire.Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.readyWithDataset(ctx); err != nil {
+		return 0, err
+	}
+	return s.finish(ctx, t)
+}
+
+// TaskFailed records a failure report.
+func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.readyWithDataset(ctx); err != nil {
+		return 0, err
+	}
+	rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
+	if err != nil {
+		return 0, err
+	}
+	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": t.Error}
+	if rep != taskqueue.Recorded {
+		s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", wire.Report(rep))
+		return wire.Report(rep), nil
+	}
+	if err := s.commit(ctx, ch); err != nil {
+		return 0, err
+	}
+	s.logRetry(ch.Records[0], "task failed")
+	s.logPass(ch)
+	return wire.Recorded, nil
+}
+
+func (s *Service) finish(ctx context.Context, t wire.Task) (wire.Report, error) {
+	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, s.cfg.Clock.Now())
+	if err != nil {
+		return 0, err
+	}
+	if rep != taskqueue.Recorded {
+		s.cfg.Log.WithFields(logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}).
+			Debugf("finish report ignored: %v", wire.Report(rep))
+		return wire.Report(rep), nil
+	}
+	if err := s.commit(ctx, ch); err != nil {
+		return 0, err
+	}
+	s.cfg.Log.WithFields(logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}).Debug("task finished")
+	s.logPass(ch)
+	return wire.Recorded, nil
+}
+
+// expire is the timer's callback.
+func (s *Service) expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.stale || s.q == nil {
+		return
+	}
+	expired, ch := s.q.Expire(s.cfg.Clock.Now())
+	if len(expired) == 0 {
+		s.rearm()
+		return
+	}
+	if err := s.commit(context.Background(), ch); err != nil {
+		s.cfg.Log.WithError(err).Error("cannot commit task timeouts; will reload the state")
+		return
+	}
+	for _, r := range ch.Records {
+		s.logRetry(r, "task timed out")
+	}
+	s.logPass(ch)
+}
+
+// commit makes a change durable; on failure the state is reloaded before the
+// next operation. It re-arms the expiry timer either way.
+func (s *Service) commit(ctx context.Context, ch taskqueue.Change) error {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	if err := s.cfg.Store.Commit(cctx, ch); err != nil {
+		s.stale = true
+		return errors.Wrap(err, "master: commit queue change")
+	}
+	s.rearm()
+	return nil
+}
+
+// ready reloads the state after a failed commit.
+func (s *Service) ready(ctx context.Context) error {
+	if s.closed {
+		return errors.New(wire.ErrNotLeader)
+	}
+	if s.stale {
+		if err := s.reload(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) readyWithDataset(ctx context.Context) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	if s.q == nil {
+		return errors.New(wire.ErrNoDataset)
+	}
+	return nil
+}
+
+// rearm schedules the expiry timer for the earliest pending deadline.
+func (s *Service) rearm() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if s.q == nil || s.closed {
+		return
+	}
+	if at, ok := s.q.NextDeadline(); ok {
+		s.timer = s.cfg.Clock.AfterFunc(max(at.Sub(s.cfg.Clock.Now()), 0), s.expire)
+	}
+}
+
+func (s *Service) logRetry(r taskqueue.Record, what string) {
+	fields := logrus.Fields{"task": r.Index, "pass": r.Pass, "timeouts": r.Timeouts, "reason": r.Error}
+	if r.Queue == taskqueue.Failed {
+		fields["blocks"] = s.ds.Blocks(r.Index)
+		s.cfg.Log.WithFields(fields).Warnf("%s too often; discarded for this pass", what)
+		return
+	}
+	s.cfg.Log.WithFields(fields).Infof("%s; back in todo", what)
+}
+
+func (s *Service) logPass(ch taskqueue.Change) {
+	if !ch.PassChanged {
+		return
+	}
+	if s.q.AllDone() {
+		s.cfg.Log.WithField("passes", s.q.Passes()).Info("pass finished; all passes done")
+		return
+	}
+	s.cfg.Log.WithField("pass", ch.Pass).Infof("pass %d finished; pass %d started", ch.Pass-1, ch.Pass)
+}
+
+func (s *Service) progress() logrus.Fields {
+	return logrus.Fields{"pass": s.q.Pass(), "todo": s.q.Count(taskqueue.Todo), "pending": s.q.Count(taskqueue.Pending),
+		"done": s.q.Count(taskqueue.Done), "failed": s.q.Count(taskqueue.Failed)}
+}
+
+// Status is a summary of the queues.
+type Status struct {
+	DatasetReported bool
+	Pass, Passes    int
+	AllDone         bool
+	Tasks           int
+	Todo, Pending   int
+	Done, Failed    int
+}
+
+// Status returns a summary of the queues.
+func (s *Service) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q == nil {
+		return Status{}
+	}
+	return Status{
+		DatasetReported: true, Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(), Tasks: s.q.NumTasks(),
+		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
+		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
+	}
+}

@@ -1,0 +1,78 @@
+package master
+
+import (
+	"context"
+	"sync"
+
+	"github.com/trainmaster/master/go/dataset"
+	"github.com/trainmaster/master/go/taskqueue"
+)
+
+// Snapshot is the state a Store holds: nil Dataset means none was accepted.
+type Snapshot struct {
+	Dataset *dataset.Dataset
+	Pass    int
+	Records []taskqueue.Record
+}
+
+// Store keeps the queue state durable. Every method is called with the
+// service's lock held, one at a time.
+type Store interface {
+	// SaveDataset records an accepted dataset, at pass 0 with no entries.
+	SaveDataset(ctx context.Context, ds *dataset.Dataset) error
+	// Commit records one change of the queues.
+	Commit(ctx context.Context, ch taskqueue.Change) error
+	// Load returns what was saved and committed.
+	Load(ctx context.Context) (*Snapshot, error)
+}
+
+// MemoryStore is a Store in memory, for a master without persistence and
+// for tests.
+type MemoryStore struct {
+	mu      sync.Mutex
+	ds      *dataset.Dataset
+	pass    int
+	records map[int]taskqueue.Record
+	commits int
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
+
+// SaveDataset implements Store.
+func (m *MemoryStore) SaveDataset(_ context.Context, ds *dataset.Dataset) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ds, m.pass, m.records = ds, 0, map[int]taskqueue.Record{}
+	return nil
+}
+
+// Commit implements Store.
+func (m *MemoryStore) Commit(_ context.Context, ch taskqueue.Change) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pass = ch.Pass
+	for _, r := range ch.Records {
+		m.records[r.Index] = r
+	}
+	m.commits++
+	return nil
+}
+
+// Load implements Store.
+func (m *MemoryStore) Load(context.Context) (*Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	snap := &Snapshot{Dataset: m.ds, Pass: m.pass}
+	for _, r := range m.records {
+		snap.Records = append(snap.Records, r)
+	}
+	return snap, nil
+}
+
+// Commits returns how many changes were committed.
+func (m *MemoryStore) Commits() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.commits
+}
