@@ -86,7 +86,7 @@ func writeDataset(t testing.TB, dir string, files, chunks int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(3 * len("file 000 record 00000")))
+		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(3*len("file 000 record 00000")))
 		for i := range chunks * 3 {
 			if err := w.Write(fmt.Appendf(nil, "file %03d record %05d", f, i)); err != nil {
 				t.Fatal(err)
