@@ -13,6 +13,10 @@ import (
 
 // startServer serves s on a loopback port.
 func startServer(t *testing.T, s *Service) string {
+	return startServerB(t, s)
+}
+
+func startServerB(t testing.TB, s *Service) string {
 	t.Helper()
 	srv, err := NewServer(s, quietLog())
 	if err != nil {
