@@ -38,6 +38,11 @@ func (r rpcService) TaskFailed(task wire.Task, reply *int) error {
 	return err
 }
 
+func (r rpcService) Status(_ int, reply *wire.Status) error {
+	*reply = r.s.Status()
+	return nil
+}
+
 // Server serves a Service over net/rpc on a listener, one rpc.ServeConn per
 // accepted connection.
 type Server struct {

@@ -333,26 +333,17 @@ func (s *Service) progress() logrus.Fields {
 		"done": s.q.Count(taskqueue.Done), "failed": s.q.Count(taskqueue.Failed)}
 }
 
-// Status is a summary of the queues.
-type Status struct {
-	DatasetReported bool
-	Pass, Passes    int
-	AllDone         bool
-	Tasks           int
-	Todo, Pending   int
-	Done, Failed    int
-}
-
 // Status returns a summary of the queues.
-func (s *Service) Status() Status {
+func (s *Service) Status() wire.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.q == nil {
-		return Status{}
+		return wire.Status{}
 	}
-	return Status{
+	return wire.Status{
 		DatasetReported: true, Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(), Tasks: s.q.NumTasks(),
 		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
+		Records: s.ds.NumRecords(), RecordsDone: s.q.DoneRecords(),
 	}
 }

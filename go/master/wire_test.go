@@ -96,6 +96,10 @@ func TestWireContract(t *testing.T) {
 	if err := c.Call("Master.TaskFinished", wire.Task{Index: 77, Epoch: 1}, &rep); err == nil || !strings.Contains(err.Error(), "task 77 does not exist") {
 		t.Fatalf("unknown task: %v", err)
 	}
+	var st wire.Status
+	if err := c.Call("Master.Status", 0, &st); err != nil || !st.AllDone || st.Records != 18 || st.Tasks != 2 {
+		t.Fatalf("status %+v %v", st, err)
+	}
 }
 
 // TestHostileConnections sends garbage, half-closes and disconnects mid-call;

@@ -20,6 +20,9 @@ func (q *Queues) NumTasks() int { return len(q.entries) }
 // Count returns how many tasks are in a queue in the current pass.
 func (q *Queues) Count(queue Queue) int { return q.counts[queue] }
 
+// DoneRecords returns the records of the tasks Done in the current pass.
+func (q *Queues) DoneRecords() int64 { return q.doneRecs }
+
 // Entry returns a task's entry in the current pass.
 func (q *Queues) Entry(task int) Entry { return q.entry(task) }
 

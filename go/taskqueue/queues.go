@@ -88,6 +88,7 @@ type Queues struct {
 	pass     int
 	entries  []Entry
 	counts   [4]int
+	doneRecs int64      // records of the tasks Done in this pass
 	todo     []todoItem // ordered by seq; items whose task moved on are skipped
 	todoHead int
 	nextSeq  int64
@@ -142,6 +143,7 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 func (q *Queues) startPass(p int) {
 	q.pass = p
 	q.counts = [4]int{}
+	q.doneRecs = 0
 	q.timers = q.timers[:0]
 	q.todo, q.todoHead = q.todo[:0], 0
 	q.nextSeq = int64(len(q.entries))
@@ -179,6 +181,13 @@ func (q *Queues) set(task int, e Entry) {
 	old := q.entry(task)
 	q.counts[old.Queue]--
 	q.counts[e.Queue]++
+	if (old.Queue == Done) != (e.Queue == Done) {
+		if e.Queue == Done {
+			q.doneRecs += q.records(task)
+		} else {
+			q.doneRecs -= q.records(task)
+		}
+	}
 	q.entries[task] = e
 	switch {
 	case e.Queue == Todo && (old.Queue != Todo || old.Seq != e.Seq):

@@ -50,7 +50,10 @@ func TestDispatchOrderAndEpochs(t *testing.T) {
 	if c := counts(q); c != [4]int{0, 3, 0, 0} {
 		t.Fatalf("counts %v", c)
 	}
-	// Task 1 times out and comes back at the end of Todo with epoch 2.
+	if _, _, err := q.Finish(2, 0, 1, t0); err != nil || q.DoneRecords() != 10 {
+		t.Fatalf("finish: %v, %d records done, want 10", err, q.DoneRecords())
+	}
+	// Task 1 fails and comes back at the end of Todo with epoch 2.
 	q.Fail(1, 0, 1, "boom")
 	task, epoch := dispatch(t, q, t0)
 	if task != 1 || epoch != 2 {

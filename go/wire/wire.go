@@ -12,6 +12,7 @@
 //	Master.GetTask(finished Task, reply *Task) error
 //	Master.TaskFinished(task Task, reply *int) error
 //	Master.TaskFailed(task Task, reply *int) error
+//	Master.Status(unused int, reply *Status) error
 //
 // GetTask's finished argument is the task the trainer just completed, or the
 // zero Task (Epoch 0) when it has none: one round trip reports a finish and
@@ -41,6 +42,18 @@ type Task struct {
 	Blocks []Block
 	// Error says why the task failed; trainers set it with TaskFailed.
 	Error string
+}
+
+// Status is the master's progress, as Master.Status returns it.
+type Status struct {
+	DatasetReported bool
+	Pass, Passes    int  // the current pass, from 0; Pass == Passes once all are done
+	AllDone         bool // every pass is over
+	Tasks           int  // tasks per pass
+	Todo, Pending   int  // tasks in each queue in the current pass
+	Done, Failed    int
+	Records         int64 // records per pass
+	RecordsDone     int64 // records of the tasks Done in the current pass
 }
 
 // Report is what the master did with a finish or failure report.
