@@ -5,10 +5,8 @@ go 1.26
 require (
 	github.com/golang/snappy v1.0.0
 	github.com/namsral/flag v1.7.4-pre
+	github.com/pkg/errors v0.9.1
+	github.com/sirupsen/logrus v1.10.2
 )
 
-require (
-	github.com/pkg/errors v0.9.1 // indirect
-	github.com/sirupsen/logrus v1.10.2 // indirect
-	golang.org/x/sys v0.13.0 // indirect
-)
+require golang.org/x/sys v0.13.0 // indirect

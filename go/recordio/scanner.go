@@ -114,17 +114,25 @@ func (s *Scanner) Close() error {
 }
 
 func (s *Scanner) load(ref ChunkRef) error {
-	if s.file == nil || s.reader.Name() != ref.Path {
-		if err := s.open(ref.Path); err != nil {
-			return err
-		}
-	}
-	records, _, err := s.reader.ReadChunk(ref.Chunk, ref.Offset)
+	records, err := s.ReadChunk(ref)
 	if err != nil {
 		return err
 	}
 	s.records, s.pos, s.current = records, 0, ref
 	return nil
+}
+
+// ReadChunk reads one chunk directly, opening its file unless it is the one
+// already open. The records are valid until the next call or Scan; use it
+// instead of Scan, not between two Scans.
+func (s *Scanner) ReadChunk(ref ChunkRef) ([][]byte, error) {
+	if s.file == nil || s.reader.Name() != ref.Path {
+		if err := s.open(ref.Path); err != nil {
+			return nil, err
+		}
+	}
+	records, _, err := s.reader.ReadChunk(ref.Chunk, ref.Offset)
+	return records, err
 }
 
 func (s *Scanner) open(path string) error {

@@ -15,7 +15,10 @@ import (
 // where the average is over the last Window finished dispatches, each one's
 // duration divided by its task's record count (so the small last task is not
 // penalised). Until MinSamples dispatches have finished, the timeout is
-// Timeout.
+// Timeout; when the MinSamples-th finishes, the dispatches still pending get
+// the adaptive timeout counted from their own dispatch, if it is sooner. This
+// change of deadlines is not part of any Change: a restored pending task gets
+// the deadline stored with it.
 type Config struct {
 	Passes      int           // passes over the dataset; default 1
 	Timeout     time.Duration // upper bound and initial timeout; default 10m

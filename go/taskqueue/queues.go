@@ -40,7 +40,7 @@ type Entry struct {
 	Timeouts   int       // timeouts and failure reports in this pass (the design's NumTimeout)
 	Seq        int64     // order in Todo: lower is dispatched first
 	Dispatched time.Time // Pending: when the current dispatch started
-	Deadline   time.Time // Pending: when the current dispatch times out
+	Deadline   time.Time // Pending: when the current dispatch times out (may be brought forward, see Config)
 	Error      string    // the last failure reason or timeout, for inspection
 }
 

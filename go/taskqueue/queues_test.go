@@ -407,3 +407,23 @@ func TestConfigErrors(t *testing.T) {
 		t.Error("zero tasks accepted")
 	}
 }
+
+// TestFirstWaveGetsTheAdaptiveTimeout: tasks dispatched before the average
+// is known have their deadline brought forward once it is.
+func TestFirstWaveGetsTheAdaptiveTimeout(t *testing.T) {
+	q := newQueues(t, Config{Timeout: 10 * time.Minute, TimeoutMin: time.Second, MinSamples: 2, Window: 4}, 4)
+	stalled, _ := dispatch(t, q, t0)
+	for i := range 2 {
+		task, epoch := dispatch(t, q, t0)
+		if _, _, err := q.Finish(task, 0, epoch, t0.Add(time.Duration(i+1)*2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 2 s and 4 s for 10 records: 0.3 s per record, so 3 × 0.3 × 10 = 9 s.
+	if d := q.Entry(stalled).Deadline; !d.Equal(t0.Add(9 * time.Second)) {
+		t.Fatalf("first-wave deadline %v after dispatch, want 9s", d.Sub(t0))
+	}
+	if exp, _ := q.Expire(t0.Add(9 * time.Second)); len(exp) != 1 || exp[0] != stalled {
+		t.Fatalf("expired %v at 9 s, want the stalled task %d", exp, stalled)
+	}
+}

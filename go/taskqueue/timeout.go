@@ -1,6 +1,10 @@
 package taskqueue
 
-import "time"
+import (
+	"container/heap"
+	"slices"
+	"time"
+)
 
 // movingAverage is the mean of the last len(samples) values of seconds per
 // record.
@@ -41,10 +45,30 @@ func (q *Queues) timeoutFor(records int64) time.Duration {
 	return min(max(d, q.cfg.TimeoutMin), q.cfg.Timeout)
 }
 
-// sample records how long a finished dispatch took.
+// sample records how long a finished dispatch took. When it is the sample
+// that makes the average usable, the dispatches still running with the
+// initial timeout get the adaptive one too (counted from their dispatch), so
+// a task stalled in the first wave does not hold its pass for the whole
+// initial timeout.
 func (q *Queues) sample(task int, took time.Duration) {
 	if took < 0 {
 		took = 0
 	}
 	q.avg.add(took.Seconds() / float64(max(q.records(task), 1)))
+	if q.avg.filled == q.cfg.MinSamples {
+		q.tightenPending()
+	}
+}
+
+func (q *Queues) tightenPending() {
+	for _, it := range slices.Clone(q.timers) {
+		e := q.entries[it.task]
+		if e.Pass != q.pass || e.Queue != Pending || e.Epoch != it.epoch {
+			continue
+		}
+		if d := e.Dispatched.Add(q.timeoutFor(q.records(it.task))); d.Before(e.Deadline) {
+			q.entries[it.task].Deadline = d
+			heap.Push(&q.timers, deadlineItem{at: d, task: it.task, epoch: it.epoch})
+		}
+	}
 }

@@ -1,0 +1,74 @@
+// Command demo shows the master at work on one machine: it writes a sample
+// dataset, starts a master and several trainers as separate processes, makes
+// one trainer stall on a task and another fail one, prints live progress, and
+// ends by checking that every record of every pass was consumed.
+//
+// It runs the master and trainer binaries found in -bin (by default the
+// directory of the demo binary itself); `make demo` builds them all.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/namsral/flag"
+)
+
+type options struct {
+	bin         string
+	trainers    int
+	passes      int
+	files       int
+	records     int
+	chunkTask   int
+	timeoutMin  time.Duration
+	keep        bool
+	progressInt time.Duration
+	recordDelay time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	self, _ := os.Executable()
+	fs := flag.NewFlagSetWithEnvPrefix("demo", "DEMO", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.bin, "bin", filepath.Dir(self), "`directory` holding the master and trainer binaries")
+	fs.IntVar(&o.trainers, "trainers", 4, "trainer processes (one stalls, one fails a task)")
+	fs.IntVar(&o.passes, "passes", 3, "passes over the dataset")
+	fs.IntVar(&o.files, "files", 8, "RecordIO files in the sample dataset")
+	fs.IntVar(&o.records, "records", 2000, "records per file")
+	fs.IntVar(&o.chunkTask, "chunks-per-task", 4, "chunks per task")
+	fs.DurationVar(&o.timeoutMin, "task-timeout-min", 2*time.Second, "the master's shortest task timeout: how soon the stalled task comes back")
+	fs.DurationVar(&o.progressInt, "progress", time.Second, "interval between progress lines")
+	fs.DurationVar(&o.recordDelay, "record-delay", 200*time.Microsecond, "time each trainer pretends to train on a record")
+	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (dataset and logs)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.trainers < 3 {
+		return o, fmt.Errorf("-trainers must be at least 3 (one stalls, one fails a task, one is well)")
+	}
+	return o, nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if err == flag.ErrHelp {
+		return
+	}
+	if err == nil {
+		err = run(ctx, o, os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,157 @@
+// Command trainer is the reference trainer: it takes tasks from the master
+// through go/client, consumes their records and prints, for each pass, how
+// many records and bytes it consumed and their digest.
+//
+//	trainer -addr HOST:PORT [-dataset 'PATTERN,...'] [-json] [-prefetch N] [-v]
+//	        [-stall-task N | -stall-after N] [-fail-task N | -fail-after N]
+//
+// The digest is client.Digest: the sum modulo 2^64 of the first 8 bytes
+// (big-endian) of SHA-256(uint32 little-endian length ‖ record) over the
+// records. It does not depend on their order, so the digests that several
+// trainers print for a pass add up to the digest of the whole dataset. Only
+// tasks consumed to the end count (those the trainer reports finished).
+//
+// One line per pass, printed when the next pass starts or at the end:
+//
+//	pass 0: 1000 records, 24000 bytes, digest 3fa2c1d09e6b7a55
+//
+// or with -json {"pass":0,"records":1000,"bytes":24000,"digest":"3fa2c1d09e6b7a55"}.
+// With -json it also prints a line for each task consumed to the end, as it
+// is consumed: {"pass":0,"task":7,"records":30,"bytes":720,"digest":"..."},
+// so that a script can check which tasks of which pass were consumed.
+//
+// -dataset reports comma-separated glob patterns to the master before
+// training (one trainer, or the operator, must). -stall-task N makes the
+// trainer hang, until it is interrupted, on the first record of task N the
+// first time it gets it; -fail-task N makes it report task N failed the first
+// time it gets it: both demonstrate how the master recovers.
+//
+// It exits 0 when the master says all passes are done, 1 on an error or when
+// interrupted (SIGINT, SIGTERM), 2 on bad usage. Every flag may also be set
+// with a TRAINER_<FLAG> environment variable (TRAINER_ADDR, ...).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/namsral/flag"
+	"github.com/sirupsen/logrus"
+	"github.com/trainmaster/master/go/client"
+	"github.com/trainmaster/master/go/wire"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the parsed flags.
+type options struct {
+	addr       string
+	dataset    []string
+	json       bool
+	prefetch   int
+	verbose    bool
+	stallTask  int
+	failTask   int
+	stallAfter int
+	failAfter  int
+	delay      time.Duration
+}
+
+// run runs the trainer and returns its exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "trainer: %v\n", err)
+		}
+		return 2
+	}
+	c := client.New(client.Static(o.addr), o.config(stderr))
+	defer c.Close()
+	if err := train(ctx, c, o, stdout); err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			err = fmt.Errorf("interrupted (%w)", err)
+		}
+		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSetWithEnvPrefix("trainer", "TRAINER", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var dataset string
+	fs.StringVar(&o.addr, "addr", "", "master address, host:port (required)")
+	fs.StringVar(&dataset, "dataset", "", "comma-separated glob patterns of RecordIO files to report as the dataset")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
+	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
+	fs.BoolVar(&o.verbose, "v", false, "log the client's retries")
+	fs.IntVar(&o.stallTask, "stall-task", -1, "hang on task `N` the first time it comes, until interrupted (demo)")
+	fs.IntVar(&o.failTask, "fail-task", -1, "report task `N` failed the first time it comes (demo)")
+	fs.IntVar(&o.stallAfter, "stall-after", 0, "hang on the `N`-th task received, until interrupted (demo)")
+	fs.IntVar(&o.failAfter, "fail-after", 0, "report the `N`-th task received failed (demo)")
+	fs.DurationVar(&o.delay, "record-delay", 0, "pretend to train: sleep this long on every record (demo)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.addr == "":
+		return o, errors.New("-addr is required")
+	}
+	for _, p := range strings.Split(dataset, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.dataset = append(o.dataset, p)
+		}
+	}
+	return o, nil
+}
+
+// config is the client's configuration: logs on stderr (warnings, or
+// everything with -v) and the -fail-task hook.
+func (o options) config(stderr io.Writer) client.Config {
+	log := logrus.New()
+	log.SetOutput(stderr)
+	log.SetLevel(logrus.WarnLevel)
+	if o.verbose {
+		log.SetLevel(logrus.DebugLevel)
+	}
+	cfg := client.Config{Prefetch: o.prefetch, Log: log}
+	if o.failTask >= 0 || o.failAfter > 0 {
+		cfg.Inject = o.failOnce()
+	}
+	return cfg
+}
+
+// failOnce fails task -fail-task the first time it comes, and the
+// -fail-after-th task received.
+func (o options) failOnce() func(wire.Task) error {
+	var failed atomic.Bool
+	var received atomic.Int64
+	return func(t wire.Task) error {
+		nth := received.Add(1)
+		switch {
+		case t.Index == o.failTask && failed.CompareAndSwap(false, true):
+			return fmt.Errorf("failed on purpose (-fail-task %d)", o.failTask)
+		case nth == int64(o.failAfter):
+			return fmt.Errorf("failed on purpose (-fail-after %d)", o.failAfter)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,100 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/rpc"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// connError is a failure to reach the master, of the connection to it, or a
+// "master is not serving" answer: the call is retried on a new connection to
+// the address the Resolver gives next.
+type connError struct {
+	op  string
+	err error
+}
+
+func (e *connError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *connError) Unwrap() error { return e.err }
+
+// call invokes method of the master's service and stores the answer in
+// reply. It is the one place every RPC goes through: it resolves and dials
+// when there is no connection, and on a connection failure or "master is not
+// serving" drops the connection and retries with backoff until ctx ends or
+// the client is closed. Other errors, the contract's included, are returned
+// wrapped with the method's name; wire.Is still recognises them.
+func (c *Client) call(ctx context.Context, method string, args, reply any) error {
+	ctx, cancel := c.bind(ctx)
+	defer cancel()
+	b := c.newBackoff()
+	for attempt := 1; ; attempt++ {
+		err := c.callOnce(ctx, method, args, reply)
+		var ce *connError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				return fmt.Errorf("%s.%s: %w", wire.ServiceName, method, err)
+			}
+			return nil
+		}
+		c.cfg.Log.WithError(err).WithField("attempt", attempt).Debugf("client: %s failed, retrying", method)
+		if werr := b.wait(ctx); werr != nil {
+			return fmt.Errorf("%s.%s: %w (after %d attempts, the last: %v)", wire.ServiceName, method, werr, attempt, err)
+		}
+	}
+}
+
+// callOnce makes one attempt. When ctx ends or no reply comes in time it
+// closes the connection, which makes net/rpc finish the call, and waits for
+// that, so that nothing writes to reply after it returns.
+func (c *Client) callOnce(ctx context.Context, method string, args, reply any) error {
+	rc, err := c.connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return err
+	}
+	// gob leaves the fields it does not receive (zero ones) alone.
+	reflect.ValueOf(reply).Elem().SetZero()
+	call := rc.Go(wire.ServiceName+"."+method, args, reply, make(chan *rpc.Call, 1))
+	timer := time.NewTimer(c.cfg.CallTimeout)
+	defer timer.Stop()
+	select {
+	case <-call.Done:
+		return c.classify(rc, call.Error)
+	case <-ctx.Done():
+		c.drop(rc)
+		<-call.Done
+		return context.Cause(ctx)
+	case <-timer.C:
+		c.drop(rc)
+		<-call.Done
+		return &connError{op: "call", err: fmt.Errorf("no reply in %v", c.cfg.CallTimeout)}
+	}
+}
+
+// classify sorts the outcome of a call. The master's answers come as
+// rpc.ServerError: "master is not serving" is retried elsewhere, the others
+// are returned. Any other error means the connection is unusable (net/rpc
+// shuts a connection down after any failure); it is retried unless it is a
+// gob protocol error, which would only happen again.
+func (c *Client) classify(rc *rpc.Client, err error) error {
+	var answer rpc.ServerError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &answer) && !wire.Is(err, wire.ErrNotLeader):
+		return err
+	}
+	c.drop(rc)
+	if strings.Contains(err.Error(), "gob: ") {
+		return err
+	}
+	return &connError{op: "connection", err: err}
+}

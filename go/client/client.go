@@ -1,0 +1,118 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/rpc"
+	"slices"
+	"sync"
+)
+
+// ErrClosed is returned by calls on a Client after Close, and yielded by a
+// Records loop that Close interrupts.
+var ErrClosed = errors.New("client: closed")
+
+// Client talks to the master on behalf of one trainer. It connects lazily,
+// on the first call, and keeps one connection that its calls share. Its
+// methods are safe for concurrent use.
+type Client struct {
+	res Resolver
+	cfg Config
+
+	life  context.Context // ends when Close is called
+	close context.CancelCauseFunc
+
+	mu      sync.Mutex
+	conn    *rpc.Client // nil when not connected
+	dataset []string    // as last reported, to report again to a master that lost it
+}
+
+// New returns a Client that finds the master with r. It does not connect
+// until the first call.
+func New(r Resolver, cfg Config) *Client {
+	life, cancel := context.WithCancelCause(context.Background())
+	return &Client{res: r, cfg: cfg.withDefaults(), life: life, close: cancel}
+}
+
+// Close drops the connection and ends every call and Records loop in
+// progress; those loops yield ErrClosed. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.close(ErrClosed)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
+		return nil
+	}
+	err := c.conn.Close()
+	c.conn = nil
+	if errors.Is(err, rpc.ErrShutdown) {
+		err = nil // already broken; nothing left to release
+	}
+	return err
+}
+
+// bind returns a context that also ends, with cause ErrClosed, when the
+// client is closed.
+func (c *Client) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.life, func() { cancel(ErrClosed) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// connect returns the current connection, dialing the resolved master when
+// there is none.
+func (c *Client) connect(ctx context.Context) (*rpc.Client, error) {
+	c.mu.Lock()
+	rc := c.conn
+	c.mu.Unlock()
+	if rc != nil {
+		return rc, nil
+	}
+	addr, err := c.res.Resolve(ctx)
+	if err != nil {
+		return nil, &connError{op: "resolve master", err: err}
+	}
+	d := net.Dialer{Timeout: c.cfg.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, &connError{op: "dial master " + addr, err: err}
+	}
+	rc = rpc.NewClient(nc)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.life.Err() != nil:
+		rc.Close()
+		return nil, ErrClosed
+	case c.conn != nil: // another call connected first: share its connection
+		rc.Close()
+		return c.conn, nil
+	}
+	c.conn = rc
+	c.cfg.Log.WithField("master", addr).Debug("client: connected")
+	return rc, nil
+}
+
+// drop closes rc and forgets it if it is still the current connection, so
+// that the next call resolves and dials again.
+func (c *Client) drop(rc *rpc.Client) {
+	c.mu.Lock()
+	if c.conn == rc {
+		c.conn = nil
+	}
+	c.mu.Unlock()
+	rc.Close()
+}
+
+func (c *Client) setDataset(paths []string) {
+	c.mu.Lock()
+	c.dataset = slices.Clone(paths)
+	c.mu.Unlock()
+}
+
+func (c *Client) reportedDataset() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dataset
+}

@@ -1,0 +1,81 @@
+package client
+
+import (
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/trainmaster/master/go/wire"
+)
+
+// Config tunes a Client. Its zero value is ready to use: every zero field
+// takes the default named in its comment.
+type Config struct {
+	// MinBackoff is the first wait before a retry (default 100ms); each
+	// further wait doubles, up to MaxBackoff (default 5s). Waits are
+	// jittered between half and all of their length.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+
+	// Prefetch is how many tasks are fetched and read ahead while one is
+	// being consumed (default 1). Negative means none: the next task is
+	// fetched only once the current one is consumed.
+	Prefetch int
+
+	// DialTimeout bounds one attempt to connect to the master (default 5s).
+	DialTimeout time.Duration
+
+	// CallTimeout bounds one attempt of one call (default 30s). A call that
+	// gets no reply in time is treated as a lost connection: the connection
+	// is dropped and the call retried. It also bounds the final finish
+	// reports sent when a loop ends because its context was cancelled.
+	CallTimeout time.Duration
+
+	// Log receives the client's logs: retries at debug level, failed tasks
+	// at warning level. Nil means no logs.
+	Log logrus.FieldLogger
+
+	// Inject is for tests and demos of fault handling. When set, it is
+	// called (from the prefetch goroutine) with every task received, before
+	// its blocks are read; a non-nil error makes the client report the task
+	// failed with that error's text, as if a block were unreadable, and move
+	// on to the next task.
+	Inject func(task wire.Task) error
+}
+
+// The defaults of Config's fields.
+const (
+	DefaultMinBackoff  = 100 * time.Millisecond
+	DefaultMaxBackoff  = 5 * time.Second
+	DefaultPrefetch    = 1
+	DefaultDialTimeout = 5 * time.Second
+	DefaultCallTimeout = 30 * time.Second
+)
+
+// withDefaults returns cfg with every zero field set to its default.
+func (cfg Config) withDefaults() Config {
+	setDuration(&cfg.MinBackoff, DefaultMinBackoff)
+	setDuration(&cfg.MaxBackoff, DefaultMaxBackoff)
+	setDuration(&cfg.DialTimeout, DefaultDialTimeout)
+	setDuration(&cfg.CallTimeout, DefaultCallTimeout)
+	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
+	switch {
+	case cfg.Prefetch == 0:
+		cfg.Prefetch = DefaultPrefetch
+	case cfg.Prefetch < 0:
+		cfg.Prefetch = 0
+	}
+	if cfg.Log == nil {
+		quiet := logrus.New()
+		quiet.SetOutput(io.Discard)
+		quiet.SetLevel(logrus.PanicLevel)
+		cfg.Log = quiet
+	}
+	return cfg
+}
+
+func setDuration(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}

@@ -1,0 +1,35 @@
+// Package client is what a training program links in to take its share of a
+// dataset from the master: it reports the dataset, asks for tasks, reads
+// their RecordIO blocks and hands the records to the program in order.
+//
+//	c := client.New(client.Static("master:8080"), client.Config{})
+//	defer c.Close()
+//	for rec, err := range c.Records(ctx) {
+//		if err != nil {
+//			return err
+//		}
+//		train(rec.Data)
+//	}
+//
+// What it promises:
+//   - Records yields every record of each task it receives, in the task's
+//     order, tagged with the task's index and pass. The records of a task
+//     are all read and checked before the first is yielded, so a task with
+//     an unreadable block yields nothing: it is reported failed (the error
+//     naming the block's file) and the client moves on.
+//   - A task is reported finished only once the loop body has returned for
+//     its last record and the loop asks for the next one. A loop that stops
+//     early (break, or an error) leaves its current task unreported; the
+//     master hands it out again when it times out.
+//   - While one task is consumed, the next ones (Config.Prefetch) are
+//     fetched and read into memory, so at most Prefetch+1 tasks are held.
+//   - "no task available" and "dataset not reported" are waited out with
+//     backoff; "all passes done" ends the loop without error; connection
+//     failures and "master is not serving" make the client drop its
+//     connection, resolve the master's address again and retry, with
+//     backoff, until the context ends.
+//   - Every blocking call takes a context first and returns soon after it
+//     ends. When the loop ends, or Close is called, the prefetch goroutine
+//     stops: nothing is left running.
+//   - The library logs nothing unless Config.Log is set.
+package client

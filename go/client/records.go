@@ -1,0 +1,74 @@
+package client
+
+import (
+	"context"
+	"iter"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// Record is one record of a task, as Records yields it.
+type Record struct {
+	// Data is the record's bytes. It is valid only until the loop body
+	// returns; copy it to keep it.
+	Data []byte
+	Task int // index of the task the record belongs to
+	Pass int // pass of the task's dispatch, from 0
+	// Last is set on the last record of its task: once the loop body returns
+	// after it, the task is consumed and will be reported finished.
+	Last bool
+}
+
+// Records yields the records of the tasks the master hands this client, in
+// each task's order, until every pass is done; then the loop ends with no
+// error. A task is reported finished once its last record has been yielded
+// and the loop asks for more; one left early is not (the master gives it out
+// again when it times out).
+//
+// Errors end the loop: one that stops the client (its context ends, Close,
+// or an answer from the master it cannot act on) is yielded once, with a
+// zero Record, and the loop stops. When ctx ends the error yielded is
+// ctx.Err(). Records may be called again after a loop ends, e.g. to resume
+// after a break.
+func (c *Client) Records(ctx context.Context) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		s := c.start(ctx)
+		defer s.stop(ctx)
+		for {
+			l, err := s.take(ctx)
+			if err != nil {
+				if err != errEnd {
+					yield(Record{}, err)
+				}
+				return
+			}
+			if !s.yieldTask(ctx, l, yield) {
+				return
+			}
+			s.consumed(l.task)
+		}
+	}
+}
+
+// yieldTask yields the records of l; it returns false if the loop stopped
+// (the body broke out, ctx ended or the client was closed) before the last
+// one was consumed.
+func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, error) bool) bool {
+	last := len(l.records) - 1
+	for i, data := range l.records {
+		if err := s.interrupted(ctx); err != nil {
+			yield(Record{}, err)
+			return false
+		}
+		if !yield(Record{Data: data, Task: l.task.Index, Pass: l.task.Pass, Last: i == last}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// report is the part of a task that a finish or failure report needs: its
+// blocks need not travel back.
+func report(t wire.Task) wire.Task {
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass}
+}

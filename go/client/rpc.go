@@ -1,0 +1,43 @@
+package client
+
+import (
+	"context"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// ReportDataset tells the master which RecordIO files (glob patterns, as the
+// master expands them) make up the dataset. The client remembers them and
+// reports them again if a master later answers "dataset not reported".
+func (c *Client) ReportDataset(ctx context.Context, paths []string) error {
+	var reply int
+	if err := c.call(ctx, "ReportDataset", paths, &reply); err != nil {
+		return err
+	}
+	c.setDataset(paths)
+	return nil
+}
+
+// GetTask reports finished (the zero Task for none) and fetches the next
+// task, in one round trip. Records does this itself; GetTask is for programs
+// that manage tasks on their own.
+func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
+	var t wire.Task
+	err := c.call(ctx, "GetTask", finished, &t)
+	return t, err
+}
+
+// TaskFinished reports that every record of task was consumed.
+func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report, error) {
+	var r int
+	err := c.call(ctx, "TaskFinished", task, &r)
+	return wire.Report(r), err
+}
+
+// TaskFailed reports that task cannot be processed, with reason's text.
+func (c *Client) TaskFailed(ctx context.Context, task wire.Task, reason error) (wire.Report, error) {
+	task.Error = reason.Error()
+	var r int
+	err := c.call(ctx, "TaskFailed", task, &r)
+	return wire.Report(r), err
+}

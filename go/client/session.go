@@ -1,0 +1,96 @@
+package client
+
+import (
+	"context"
+	"errors"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// errEnd is the final entry of a session whose master said all passes done.
+var errEnd = errors.New(wire.ErrAllDone)
+
+// loaded is a task read into memory, or with err set the final entry of out.
+type loaded struct {
+	task    wire.Task
+	records [][]byte
+	err     error
+}
+
+// session is the state of one Records loop.
+type session struct {
+	c      *Client
+	cancel context.CancelFunc // stops the prefetch goroutine
+	exited chan struct{}      // closed when it has returned
+	out    chan *loaded
+	done   chan wire.Task
+	limit  int
+
+	// The goroutine's own, and stop's once it has exited.
+	outstanding int
+	pending     []wire.Task // consumed, not reported yet
+}
+
+// start begins a session, with its prefetch goroutine bound to ctx and to
+// the client's life.
+func (c *Client) start(ctx context.Context) *session {
+	fctx, cancel := c.bind(ctx)
+	limit := c.cfg.Prefetch + 1
+	s := &session{
+		c:      c,
+		cancel: cancel,
+		exited: make(chan struct{}),
+		out:    make(chan *loaded, limit+1),
+		done:   make(chan wire.Task, limit),
+		limit:  limit,
+	}
+	go s.run(fctx)
+	return s
+}
+
+// take returns the next task read, or the error that ends the loop: errEnd
+// when all passes are done, ctx.Err() when ctx has ended, ErrClosed after
+// Close.
+func (s *session) take(ctx context.Context) (*loaded, error) {
+	select {
+	case l := <-s.out:
+		if err := s.interrupted(ctx); err != nil {
+			return nil, err
+		}
+		return l, l.err
+	case <-ctx.Done():
+	case <-s.c.life.Done():
+	}
+	return nil, s.interrupted(ctx)
+}
+
+// interrupted says why the loop must stop at once, if it must: ctx ended
+// (ctx.Err() then) or the client was closed.
+func (s *session) interrupted(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.c.life.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// consumed hands a completely consumed task to the goroutine for reporting.
+func (s *session) consumed(t wire.Task) { s.done <- report(t) }
+
+// stop ends the goroutine, waits for it, and reports the consumed tasks it
+// had not reported, with a context that outlives ctx by CallTimeout.
+func (s *session) stop(ctx context.Context) {
+	s.cancel()
+	<-s.exited
+	s.absorb()
+	if len(s.pending) == 0 {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.cfg.CallTimeout)
+	defer cancel()
+	if err := s.flush(fctx); err != nil {
+		s.c.cfg.Log.WithError(err).Warnf("client: %d consumed tasks left unreported", len(s.pending))
+	}
+}
