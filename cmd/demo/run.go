@@ -302,11 +302,5 @@ func taskDigest(ds *dataset.Dataset, task int) (client.Digest, error) {
 	for _, b := range ds.Blocks(task) {
 		refs = append(refs, recordio.ChunkRef{Path: b.Path, Chunk: b.Idx, Offset: b.Offset})
 	}
-	s := recordio.NewScanner(refs)
-	defer s.Close()
-	var d client.Digest
-	for s.Scan() {
-		d.Add(s.Record())
-	}
-	return d, s.Err()
+	return client.DigestRecords(recordio.NewScanner(refs), nil)
 }

@@ -56,19 +56,11 @@ func newFixture(t *testing.T, opt clienttest.Options) *fixture {
 	checkGoroutines(t)
 	dir := t.TempDir()
 	paths, _ := clienttest.WriteFiles(t, dir, 3, 30, 5) // 18 chunks
-	s, err := recordio.ScanFiles(paths...)
+	want, err := client.DigestRecords(recordio.ScanFiles(paths...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	f := &fixture{m: clienttest.Start(t, opt), pattern: dir + "/part-*.recordio"}
-	for s.Scan() {
-		f.want.Add(s.Record())
-	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return &fixture{m: clienttest.Start(t, opt), pattern: dir + "/part-*.recordio", want: want}
 }
 
 // sumPasses parses the -json lines of every trainer and adds them up by

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/trainmaster/master/go/recordio"
 )
 
 // Digest summarises a collection of records independently of their order,
@@ -42,3 +44,18 @@ func (d *Digest) Combine(o Digest) {
 
 // String returns Sum as 16 hexadecimal digits.
 func (d Digest) String() string { return fmt.Sprintf("%016x", d.Sum) }
+
+// DigestRecords reads every record s yields and returns their digest; it
+// closes s. It is how a check computes what a set of trainers should add up
+// to: DigestRecords(recordio.ScanFiles(paths...)).
+func DigestRecords(s *recordio.Scanner, err error) (Digest, error) {
+	if err != nil {
+		return Digest{}, err
+	}
+	defer s.Close()
+	var d Digest
+	for s.Scan() {
+		d.Add(s.Record())
+	}
+	return d, s.Err()
+}

@@ -80,17 +80,9 @@ func datasetDigest(t *testing.T, patterns []string) client.Digest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := recordio.ScanFiles(files...)
+	d, err := client.DigestRecords(recordio.ScanFiles(files...))
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer s.Close()
-	var d client.Digest
-	for s.Scan() {
-		d.Add(s.Record())
-	}
-	if s.Err() != nil {
-		t.Fatal(s.Err())
 	}
 	return d
 }

@@ -205,9 +205,9 @@ func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, err
 		return 0, err
 	}
 	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": t.Error}
-	if rep != taskqueue.Recorded {
-		s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", wire.Report(rep))
-		return wire.Report(rep), nil
+	if rep != wire.Recorded {
+		s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep)
+		return rep, nil
 	}
 	if err := s.commit(ctx, ch); err != nil {
 		return 0, err
@@ -222,10 +222,10 @@ func (s *Service) finish(ctx context.Context, t wire.Task) (wire.Report, error) 
 	if err != nil {
 		return 0, err
 	}
-	if rep != taskqueue.Recorded {
+	if rep != wire.Recorded {
 		s.cfg.Log.WithFields(logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}).
-			Debugf("finish report ignored: %v", wire.Report(rep))
-		return wire.Report(rep), nil
+			Debugf("finish report ignored: %v", rep)
+		return rep, nil
 	}
 	if err := s.commit(ctx, ch); err != nil {
 		return 0, err

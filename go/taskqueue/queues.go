@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 // Queue says where a task is in its pass.
@@ -61,24 +63,13 @@ type Change struct {
 func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 
 // Errors of the operations. Reports that change nothing are not errors: they
-// return a Report saying why.
+// return a wire.Report saying why.
 var (
 	ErrNoTask      = errors.New("taskqueue: no task available")
 	ErrAllDone     = errors.New("taskqueue: all passes done")
 	ErrBadReport   = errors.New("taskqueue: bad report")
 	ErrFuturePass  = errors.New("taskqueue: pass has not started")
 	ErrFutureEpoch = errors.New("taskqueue: epoch from the future")
-)
-
-// Report is what a finish or failure report did.
-type Report int
-
-// Outcomes of a report.
-const (
-	Recorded    Report = iota + 1 // the task's state changed
-	AlreadyDone                   // the task is already Done in this pass
-	StalePass                     // the report's pass is over
-	Superseded                    // a failure of a dispatch that is no longer current
 )
 
 // Queues holds the state of every task of a dataset.
@@ -228,35 +219,35 @@ func (q *Queues) compactTodo() {
 }
 
 // Finish records that a dispatch of the task completed.
-func (q *Queues) Finish(task, pass, epoch int, now time.Time) (Report, Change, error) {
+func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {
 		return rep, Change{}, err
 	}
 	if e.Queue == Done {
-		return AlreadyDone, Change{}, nil
+		return wire.AlreadyDone, Change{}, nil
 	}
 	if e.Queue == Pending && e.Epoch == epoch {
 		q.sample(task, now.Sub(e.Dispatched))
 	}
 	e.Queue, e.Dispatched, e.Deadline = Done, time.Time{}, time.Time{}
-	return Recorded, q.change(task, e), nil
+	return wire.Recorded, q.change(task, e), nil
 }
 
 // Fail records that the current dispatch of the task failed; like a timeout,
 // it sends the task back to Todo, or to Failed past MaxTimeouts.
-func (q *Queues) Fail(task, pass, epoch int, reason string) (Report, Change, error) {
+func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {
 		return rep, Change{}, err
 	}
 	switch {
 	case e.Queue == Done:
-		return AlreadyDone, Change{}, nil
+		return wire.AlreadyDone, Change{}, nil
 	case e.Queue != Pending || e.Epoch != epoch:
-		return Superseded, Change{}, nil
+		return wire.Superseded, Change{}, nil
 	}
-	return Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, reason))), nil
+	return wire.Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, reason))), nil
 }
 
 // Expire sends every pending task whose deadline is not after now back to
@@ -296,14 +287,14 @@ func (q *Queues) retry(e Entry, reason string) Entry {
 
 // checkReport validates a report. A non-zero Report means it is stale and
 // changes nothing.
-func (q *Queues) checkReport(task, pass, epoch int) (Entry, Report, error) {
+func (q *Queues) checkReport(task, pass, epoch int) (Entry, wire.Report, error) {
 	switch {
 	case task < 0 || task >= len(q.entries):
 		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks)", ErrBadReport, task, len(q.entries))
 	case pass < 0 || epoch < 1:
 		return Entry{}, 0, fmt.Errorf("%w: task %d: pass %d epoch %d (want pass >= 0, epoch >= 1)", ErrBadReport, task, pass, epoch)
 	case pass < q.pass:
-		return Entry{}, StalePass, nil
+		return Entry{}, wire.StalePass, nil
 	case pass > q.pass:
 		return Entry{}, 0, fmt.Errorf("%w: task %d reported for pass %d, the master is in pass %d", ErrFuturePass, task, pass, q.pass)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -66,7 +68,7 @@ func TestReports(t *testing.T) {
 		op          string // "finish" or "fail"
 		task, epoch int
 		pass        int
-		want        Report
+		want        wire.Report
 		wantErr     error
 		wantQueue   Queue
 	}
@@ -75,21 +77,21 @@ func TestReports(t *testing.T) {
 		setup func(q *Queues) // starts with tasks 0 and 1 dispatched once, task 2 in Todo
 		steps []step
 	}{
-		{"finish current", nil, []step{{"finish", 0, 1, 0, Recorded, nil, Done}}},
+		{"finish current", nil, []step{{"finish", 0, 1, 0, wire.Recorded, nil, Done}}},
 		{"duplicate finish", nil, []step{
-			{"finish", 0, 1, 0, Recorded, nil, Done},
-			{"finish", 0, 1, 0, AlreadyDone, nil, Done},
+			{"finish", 0, 1, 0, wire.Recorded, nil, Done},
+			{"finish", 0, 1, 0, wire.AlreadyDone, nil, Done},
 		}},
 		{"finish of an older epoch while pending again", func(q *Queues) {
 			q.Fail(0, 0, 1, "x")
 			q.Dispatch(t0) // task 2
 			q.Dispatch(t0) // task 0, epoch 2
 		}, []step{
-			{"finish", 0, 1, 0, Recorded, nil, Done},
-			{"finish", 0, 2, 0, AlreadyDone, nil, Done},
+			{"finish", 0, 1, 0, wire.Recorded, nil, Done},
+			{"finish", 0, 2, 0, wire.AlreadyDone, nil, Done},
 		}},
 		{"finish after timeout, back in todo", func(q *Queues) { q.Expire(t0.Add(time.Hour)) }, []step{
-			{"finish", 1, 1, 0, Recorded, nil, Done},
+			{"finish", 1, 1, 0, wire.Recorded, nil, Done},
 		}},
 		{"unknown task", nil, []step{{"finish", 7, 1, 0, 0, ErrBadReport, Todo}}},
 		{"negative task", nil, []step{{"fail", -1, 1, 0, 0, ErrBadReport, Todo}}},
@@ -97,20 +99,20 @@ func TestReports(t *testing.T) {
 		{"epoch from the future", nil, []step{{"finish", 0, 2, 0, 0, ErrFutureEpoch, Pending}}},
 		{"never dispatched", nil, []step{{"finish", 2, 1, 0, 0, ErrFutureEpoch, Todo}}},
 		{"future pass", nil, []step{{"finish", 0, 1, 1, 0, ErrFuturePass, Pending}}},
-		{"fail current", nil, []step{{"fail", 0, 1, 0, Recorded, nil, Todo}}},
+		{"fail current", nil, []step{{"fail", 0, 1, 0, wire.Recorded, nil, Todo}}},
 		{"fail twice", nil, []step{
-			{"fail", 0, 1, 0, Recorded, nil, Todo},
-			{"fail", 0, 1, 0, Superseded, nil, Todo},
+			{"fail", 0, 1, 0, wire.Recorded, nil, Todo},
+			{"fail", 0, 1, 0, wire.Superseded, nil, Todo},
 		}},
 		{"fail of a done task", nil, []step{
-			{"finish", 0, 1, 0, Recorded, nil, Done},
-			{"fail", 0, 1, 0, AlreadyDone, nil, Done},
+			{"finish", 0, 1, 0, wire.Recorded, nil, Done},
+			{"fail", 0, 1, 0, wire.AlreadyDone, nil, Done},
 		}},
 		{"fail of an older epoch", func(q *Queues) {
 			q.Fail(0, 0, 1, "x")
 			q.Dispatch(t0)
 			q.Dispatch(t0)
-		}, []step{{"fail", 0, 1, 0, Superseded, nil, Pending}}},
+		}, []step{{"fail", 0, 1, 0, wire.Superseded, nil, Pending}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newQueues(t, Config{Passes: 2}, 3)
@@ -121,7 +123,7 @@ func TestReports(t *testing.T) {
 			}
 			for i, s := range tc.steps {
 				before := counts(q)
-				var rep Report
+				var rep wire.Report
 				var ch Change
 				var err error
 				if s.op == "finish" {
@@ -132,10 +134,10 @@ func TestReports(t *testing.T) {
 				if !errors.Is(err, s.wantErr) || rep != s.want {
 					t.Fatalf("step %d: report %v error %v, want %v %v", i, rep, err, s.want, s.wantErr)
 				}
-				if (rep == Recorded) == ch.Empty() {
+				if (rep == wire.Recorded) == ch.Empty() {
 					t.Fatalf("step %d: report %v with change %+v", i, rep, ch)
 				}
-				if rep != Recorded && counts(q) != before {
+				if rep != wire.Recorded && counts(q) != before {
 					t.Fatalf("step %d: a report that records nothing changed counts %v to %v", i, before, counts(q))
 				}
 				if s.task >= 0 && s.task < 3 {
@@ -151,14 +153,14 @@ func TestReports(t *testing.T) {
 func TestStalePassReport(t *testing.T) {
 	q := newQueues(t, Config{Passes: 2}, 1)
 	task, epoch := dispatch(t, q, t0)
-	if rep, ch, err := q.Finish(task, 0, epoch, t0); rep != Recorded || !ch.PassChanged || ch.Pass != 1 || err != nil {
+	if rep, ch, err := q.Finish(task, 0, epoch, t0); rep != wire.Recorded || !ch.PassChanged || ch.Pass != 1 || err != nil {
 		t.Fatalf("finish of the only task: %v %+v %v", rep, ch, err)
 	}
-	for _, op := range []func() (Report, Change, error){
-		func() (Report, Change, error) { return q.Finish(task, 0, epoch, t0) },
-		func() (Report, Change, error) { return q.Fail(task, 0, epoch, "late") },
+	for _, op := range []func() (wire.Report, Change, error){
+		func() (wire.Report, Change, error) { return q.Finish(task, 0, epoch, t0) },
+		func() (wire.Report, Change, error) { return q.Fail(task, 0, epoch, "late") },
 	} {
-		if rep, ch, err := op(); rep != StalePass || !ch.Empty() || err != nil {
+		if rep, ch, err := op(); rep != wire.StalePass || !ch.Empty() || err != nil {
 			t.Fatalf("report for pass 0 in pass 1: %v %+v %v", rep, ch, err)
 		}
 	}
@@ -274,7 +276,7 @@ func TestFailedListing(t *testing.T) {
 	dispatch(t, q, t0) // task 1 stays pending, so the pass goes on
 	q.Fail(task, 0, epoch, "first")
 	task, epoch = dispatch(t, q, t0)
-	if rep, _, _ := q.Fail(task, 0, epoch, "unreadable block"); rep != Recorded {
+	if rep, _, _ := q.Fail(task, 0, epoch, "unreadable block"); rep != wire.Recorded {
 		t.Fatalf("report %v", rep)
 	}
 	got := q.Tasks(Failed)
