@@ -21,6 +21,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"dataset accepted", "task failed; back in todo", "task timed out; back in todo",
+		"with SIGKILL in the middle of the pass", "took over", "restarted as a standby", "state restored",
 		"all 3 passes done", "verification passed: every record of every pass consumed (3 passes x 1800 records",
 	} {
 		if !strings.Contains(string(out), want) {

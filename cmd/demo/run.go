@@ -17,8 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/dataset"
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/etcdembed"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 )
@@ -39,17 +44,32 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "dataset: %d files x %d records in %s\n", o.files, o.records, filepath.Dir(pattern))
 
-	m, err := startMaster(ctx, o, dir, out)
+	etcd, err := etcdembed.Start(ctx, etcdembed.Config{Name: "demo", Dir: filepath.Join(dir, "etcd")})
 	if err != nil {
 		return err
 	}
-	defer m.stop()
-	fmt.Fprintf(out, "master serving on %s\n", m.addr)
+	defer etcd.Close()
+	endpoints := strings.Join(etcd.Endpoints(), ",")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	fmt.Fprintf(out, "embedded etcd serving on %s\n", endpoints)
+
+	masters := &cluster{o: o, dir: dir, endpoints: endpoints, out: out}
+	for _, name := range []string{"A", "B"} {
+		if err := masters.start(ctx, name); err != nil {
+			return err
+		}
+	}
+	defer masters.stop()
+	fmt.Fprintln(out, "masters A and B started: one leads, the other stands by")
 
 	results := &consumed{tasks: map[[2]int][]taskLine{}}
 	trainers := make([]*process, o.trainers)
 	for i := range trainers {
-		args := []string{"-addr", m.addr, "-dataset", pattern, "-json", "-record-delay", o.recordDelay.String()}
+		args := []string{"-endpoints", endpoints, "-dataset", pattern, "-json", "-record-delay", o.recordDelay.String()}
 		switch i {
 		case 0:
 			args = append(args, "-stall-after", "3") // its 3rd task never finishes
@@ -63,7 +83,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%d trainers started: trainer 0 will stall on its 3rd task, trainer 1 will fail its 2nd\n", o.trainers)
 
-	if err := showProgress(ctx, m.addr, o.progressInt, out); err != nil {
+	if err := showProgress(ctx, discovery.NewResolver(cli, ""), masters, o.progressInt, out); err != nil {
 		return err
 	}
 	for i, t := range trainers[1:] {
@@ -129,59 +149,109 @@ func (p *process) kill() {
 	}
 }
 
-type master struct {
-	*process
-	addr string
-}
+// cluster is the demo's master processes.
+type cluster struct {
+	o         options
+	dir       string
+	endpoints string
+	out       io.Writer
 
-func (m *master) stop() { m.kill() }
+	mu      sync.Mutex
+	masters map[string]*process
+	leader  string    // name of the master that serves, as its log says
+	since   time.Time // when it started serving
+	serving chan string
+}
 
 var addrField = regexp.MustCompile(`addr="?([^" ]+)`)
 
-// startMaster starts the master on a free loopback port and relays its
-// decisions (info lines and above) to out.
-func startMaster(ctx context.Context, o options, dir string, out io.Writer) (*master, error) {
-	logPath := filepath.Join(dir, "master.log")
-	logFile, err := os.Create(logPath)
+// start starts master name and relays its decisions (info lines and above)
+// to the output.
+func (c *cluster) start(ctx context.Context, name string) error {
+	logPath := filepath.Join(c.dir, "master-"+name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(o.bin, "master"), "-addr", "127.0.0.1:0",
-		"-passes", strconv.Itoa(o.passes), "-chunks-per-task", strconv.Itoa(o.chunkTask),
-		"-task-timeout-min", o.timeoutMin.String(), "-log-level", "info")
+	cmd := exec.CommandContext(ctx, filepath.Join(c.o.bin, "master"), "-addr", "127.0.0.1:0",
+		"-endpoints", c.endpoints, "-ttl", "2",
+		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
+		"-task-timeout-min", c.o.timeoutMin.String(), "-log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start master: %w (build it with make build)", err)
+		return fmt.Errorf("start master: %w (build it with make build)", err)
 	}
 	p := &process{cmd: cmd, log: logPath, done: make(chan error, 1)}
-	addr := make(chan string, 1)
+	c.mu.Lock()
+	if c.masters == nil {
+		c.masters, c.serving = map[string]*process{}, make(chan string, 8)
+	}
+	c.masters[name] = p
+	c.mu.Unlock()
 	go func() {
 		lines := bufio.NewScanner(stderr)
 		for lines.Scan() {
 			line := lines.Text()
 			fmt.Fprintln(logFile, line)
-			if m := addrField.FindStringSubmatch(line); m != nil && strings.Contains(line, "serving trainers") {
-				addr <- m[1]
+			if strings.Contains(line, "leading: serving trainers") {
+				c.mu.Lock()
+				c.leader, c.since = name, time.Now()
+				c.mu.Unlock()
+				c.serving <- name
 			}
-			if strings.Contains(line, "dataset accepted") || strings.Contains(line, "pass ") ||
-				strings.Contains(line, "timed out") || strings.Contains(line, "failed") {
-				fmt.Fprintln(out, "  master | "+line)
+			if interesting(line) {
+				fmt.Fprintf(c.out, "  master %s | %s\n", name, line)
 			}
 		}
 		logFile.Close()
 		p.done <- cmd.Wait()
 	}()
-	select {
-	case a := <-addr:
-		return &master{process: p, addr: a}, nil
-	case err := <-p.done:
-		return nil, fmt.Errorf("master exited: %v (log in %s)", err, logPath)
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		return nil, fmt.Errorf("master did not start serving (log in %s)", logPath)
+	return nil
+}
+
+func interesting(line string) bool {
+	for _, s := range []string{"dataset accepted", "pass ", "timed out", "failed", "leading", "state restored", "resigned"} {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// failover kills the serving master with SIGKILL, reports how long the
+// standby took to serve, and starts the killed one again as a standby.
+func (c *cluster) failover(ctx context.Context) error {
+	c.mu.Lock()
+	name, p := c.leader, c.masters[c.leader]
+	c.mu.Unlock()
+	fmt.Fprintf(c.out, "killing master %s (pid %d), the leader, with SIGKILL in the middle of the pass\n", name, p.cmd.Process.Pid)
+	killed := time.Now()
+	p.cmd.Process.Kill()
+	p.wait(5 * time.Second)
+	for timeout := time.After(30 * time.Second); ; {
+		select {
+		case next := <-c.serving:
+			if next == name {
+				continue // its own start, from before
+			}
+			fmt.Fprintf(c.out, "master %s took over %v after the kill (lock TTL 2s)\n", next, time.Since(killed).Round(time.Millisecond))
+		case <-timeout:
+			return fmt.Errorf("no master took over within 30 s of the kill")
+		}
+		break
+	}
+	fmt.Fprintf(c.out, "master %s restarted as a standby\n", name)
+	return c.start(ctx, name)
+}
+
+func (c *cluster) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.masters {
+		p.kill()
 	}
 }
 
@@ -230,39 +300,58 @@ func startTrainer(ctx context.Context, bin string, args []string, logPath string
 	return p, nil
 }
 
-// showProgress prints the master's progress until every pass is done.
-func showProgress(ctx context.Context, addr string, every time.Duration, out io.Writer) error {
-	c, err := rpc.Dial("tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+// showProgress prints the progress of whichever master serves until every
+// pass is done; halfway through the second pass (or the only one) it kills
+// the leader.
+func showProgress(ctx context.Context, resolver *discovery.Resolver, masters *cluster, every time.Duration, out io.Writer) error {
 	var last wire.Status
-	lastAt := time.Now()
+	lastAt, killed := time.Now(), false
+	killPass := min(1, masters.o.passes-1)
 	for {
-		var st wire.Status
-		if err := c.Call("Master.Status", 0, &st); err != nil {
-			return fmt.Errorf("master status: %w", err)
-		}
-		if st.AllDone {
+		st, err := masterStatus(ctx, resolver)
+		switch {
+		case err != nil:
+			fmt.Fprintf(out, "no master answering (%v)\n", err)
+		case st.AllDone:
 			fmt.Fprintf(out, "all %d passes done\n", st.Passes)
 			return nil
-		}
-		if st.DatasetReported {
+		case st.DatasetReported:
 			rate := 0.0
 			if st.Pass == last.Pass {
 				rate = float64(st.RecordsDone-last.RecordsDone) / time.Since(lastAt).Seconds()
 			}
 			fmt.Fprintf(out, "pass %d/%d | tasks done %d/%d, pending %d, todo %d, failed %d | %.0f records/s\n",
 				st.Pass+1, st.Passes, st.Done, st.Tasks, st.Pending, st.Todo, st.Failed, rate)
+			if !killed && st.Pass == killPass && st.Done >= st.Tasks/2 {
+				killed = true
+				if err := masters.failover(ctx); err != nil {
+					return err
+				}
+			}
+			last, lastAt = st, time.Now()
 		}
-		last, lastAt = st, time.Now()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(every):
 		}
 	}
+}
+
+func masterStatus(ctx context.Context, resolver *discovery.Resolver) (wire.Status, error) {
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	addr, err := resolver.Resolve(rctx)
+	if err != nil {
+		return wire.Status{}, err
+	}
+	c, err := rpc.Dial("tcp", addr)
+	if err != nil {
+		return wire.Status{}, err
+	}
+	defer c.Close()
+	var st wire.Status
+	return st, c.Call("Master.Status", 0, &st)
 }
 
 // verify checks that every task of every pass was consumed, each time with

@@ -29,7 +29,7 @@ func buildMaster(t *testing.T) string {
 // TestProcessServesAndStopsOnSignal starts the real binary, talks to it and
 // stops it with SIGTERM.
 func TestProcessServesAndStopsOnSignal(t *testing.T) {
-	cmd := exec.Command(buildMaster(t), "-addr", "127.0.0.1:0", "-log-level", "debug")
+	cmd := exec.Command(buildMaster(t), "-addr", "127.0.0.1:0", "-log-level", "debug", "-data-dir", t.TempDir())
 	cmd.Env = append(os.Environ(), "MASTER_PASSES=2")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -77,7 +77,7 @@ func TestProcessServesAndStopsOnSignal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the master did not stop on SIGTERM")
 	}
-	if !strings.Contains(rest.String(), "shutting down") {
+	if !strings.Contains(rest.String(), "resigned the master lock") {
 		t.Fatalf("no shutdown log line:\n%s", rest.String())
 	}
 }
@@ -89,7 +89,8 @@ func TestFlagErrors(t *testing.T) {
 		{"-task-timeout-min", "1h", "-task-timeout", "1m"},
 		{"-log-level", "loud"},
 		{"stray"},
-		{"-addr", "127.0.0.1:99999"},
+		{"-ttl", "1"},
+		{"-endpoints", "http://127.0.0.1:1", "-etcd-dial-timeout", "300ms"},
 	} {
 		if err := run(t.Context(), args, &out); err == nil {
 			t.Errorf("master %q started", args)

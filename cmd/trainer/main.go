@@ -2,7 +2,7 @@
 // through go/client, consumes their records and prints, for each pass, how
 // many records and bytes it consumed and their digest.
 //
-//	trainer -addr HOST:PORT [-dataset 'PATTERN,...'] [-json] [-prefetch N] [-v]
+//	trainer (-addr HOST:PORT | -endpoints URL,... [-namespace NS]) [-dataset 'PATTERN,...'] [-json] [-prefetch N] [-v]
 //	        [-stall-task N | -stall-after N] [-fail-task N | -fail-after N]
 //
 // The digest is client.Digest: the sum modulo 2^64 of the first 8 bytes
@@ -46,6 +46,8 @@ import (
 	"github.com/namsral/flag"
 	"github.com/sirupsen/logrus"
 	"github.com/trainmaster/master/go/client"
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/etcdconn"
 	"github.com/trainmaster/master/go/wire"
 )
 
@@ -59,6 +61,8 @@ func main() {
 // options are the parsed flags.
 type options struct {
 	addr       string
+	etcd       etcdconn.Options
+	namespace  string
 	dataset    []string
 	json       bool
 	prefetch   int
@@ -79,7 +83,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	c := client.New(client.Static(o.addr), o.config(stderr))
+	resolver, closeEtcd, err := o.resolver(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return 1
+	}
+	defer closeEtcd()
+	c := client.New(resolver, o.config(stderr))
 	defer c.Close()
 	if err := train(ctx, c, o, stdout); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -96,7 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var o options
 	var dataset string
-	fs.StringVar(&o.addr, "addr", "", "master address, host:port (required)")
+	fs.StringVar(&o.addr, "addr", "", "master address, host:port (or find the master through -endpoints)")
+	o.etcd.Register(fs)
+	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of the job's etcd keys (with -endpoints)")
 	fs.StringVar(&dataset, "dataset", "", "comma-separated glob patterns of RecordIO files to report as the dataset")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
@@ -112,8 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	case o.addr == "":
-		return o, errors.New("-addr is required")
+	case (o.addr == "") == (len(o.etcd.Endpoints) == 0):
+		return o, errors.New("give either -addr or -endpoints")
 	}
 	for _, p := range strings.Split(dataset, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -121,6 +133,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+// resolver finds the master: at -addr, or through etcd, following failovers.
+func (o options) resolver(ctx context.Context) (client.Resolver, func(), error) {
+	if o.addr != "" {
+		return client.Static(o.addr), func() {}, nil
+	}
+	cli, err := o.etcd.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return discovery.NewResolver(cli, o.namespace), func() { cli.Close() }, nil
 }
 
 // config is the client's configuration: logs on stderr (warnings, or

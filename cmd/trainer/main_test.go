@@ -220,7 +220,7 @@ func TestErrors(t *testing.T) {
 		code    int
 		stderr  string
 	}{
-		{"no address", nil, 0, 2, "trainer: -addr is required"},
+		{"no address", nil, 0, 2, "trainer: give either -addr or -endpoints"},
 		{"unknown flag", []string{"-addr", "x:1", "-bogus"}, 0, 2, "flag provided but not defined: -bogus"},
 		{"stray argument", []string{"-addr", "x:1", "data"}, 0, 2, `unexpected arguments ["data"]`},
 		{"bad dataset", []string{"-addr", f.m.Addr(), "-dataset", "/nonexistent/*"}, 0, 1,

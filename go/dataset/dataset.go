@@ -8,13 +8,13 @@ import (
 	"github.com/trainmaster/master/go/wire"
 )
 
-// chunk is one entry of the block index: 24 bytes per chunk, whatever the
+// Chunk is one entry of the block index: 24 bytes per chunk, whatever the
 // size of its file's index.
-type chunk struct {
-	offset     int64
-	file       int32 // index into Dataset.Files
-	idx        int32 // chunk number within the file
-	numRecords int64
+type Chunk struct {
+	Offset     int64
+	File       int32 // index into Dataset.Files
+	Idx        int32 // chunk number within the file
+	NumRecords int64
 }
 
 // Dataset is the block index of a dataset and its division into tasks: task
@@ -24,7 +24,7 @@ type Dataset struct {
 	Patterns      []string // as reported, in the order given
 	Files         []string // expanded, sorted, without duplicates
 	ChunksPerTask int
-	chunks        []chunk
+	chunks        []Chunk
 	records       int64
 }
 
@@ -44,7 +44,7 @@ func Build(patterns []string, chunksPerTask int) (*Dataset, error) {
 			return nil, fmt.Errorf("dataset: %w", err)
 		}
 		for ci, c := range ix.Chunks {
-			ds.chunks = append(ds.chunks, chunk{offset: c.Offset, file: int32(fi), idx: int32(ci), numRecords: int64(c.NumRecords)})
+			ds.chunks = append(ds.chunks, Chunk{Offset: c.Offset, File: int32(fi), Idx: int32(ci), NumRecords: int64(c.NumRecords)})
 			ds.records += int64(c.NumRecords)
 		}
 	}
@@ -65,7 +65,7 @@ func (d *Dataset) NumTasks() int {
 	return (len(d.chunks) + d.ChunksPerTask - 1) / d.ChunksPerTask
 }
 
-func (d *Dataset) taskChunks(task int) []chunk {
+func (d *Dataset) taskChunks(task int) []Chunk {
 	from := task * d.ChunksPerTask
 	return d.chunks[from:min(from+d.ChunksPerTask, len(d.chunks))]
 }
@@ -75,7 +75,7 @@ func (d *Dataset) Blocks(task int) []wire.Block {
 	cs := d.taskChunks(task)
 	blocks := make([]wire.Block, len(cs))
 	for i, c := range cs {
-		blocks[i] = wire.Block{Path: d.Files[c.file], Idx: int(c.idx), Offset: c.offset, NumRecords: int(c.numRecords)}
+		blocks[i] = wire.Block{Path: d.Files[c.File], Idx: int(c.Idx), Offset: c.Offset, NumRecords: int(c.NumRecords)}
 	}
 	return blocks
 }
@@ -84,7 +84,26 @@ func (d *Dataset) Blocks(task int) []wire.Block {
 func (d *Dataset) TaskRecords(task int) int64 {
 	var n int64
 	for _, c := range d.taskChunks(task) {
-		n += c.numRecords
+		n += c.NumRecords
 	}
 	return n
+}
+
+// Chunks returns the block index; callers must not modify it.
+func (d *Dataset) Chunks() []Chunk { return d.chunks }
+
+// Restore rebuilds a dataset from its parts, as a store saved them, checking
+// that they agree.
+func Restore(patterns, files []string, chunksPerTask int, chunks []Chunk) (*Dataset, error) {
+	if chunksPerTask <= 0 || len(chunks) == 0 {
+		return nil, fmt.Errorf("dataset: cannot restore %d chunks in tasks of %d", len(chunks), chunksPerTask)
+	}
+	ds := &Dataset{Patterns: patterns, Files: files, ChunksPerTask: chunksPerTask, chunks: chunks}
+	for i, c := range chunks {
+		if c.File < 0 || int(c.File) >= len(files) || c.Idx < 0 || c.Offset < 0 || c.NumRecords < 0 {
+			return nil, fmt.Errorf("dataset: stored chunk %d %+v does not fit %d files", i, c, len(files))
+		}
+		ds.records += c.NumRecords
+	}
+	return ds, nil
 }

@@ -24,7 +24,15 @@ type Config struct {
 	Log           logrus.FieldLogger
 	// CommitTimeout bounds one Store call; default 10s.
 	CommitTimeout time.Duration
+	// Lost is called, once and from its own goroutine, when the Store
+	// reports ErrNotLeader: the service has already stopped answering.
+	Lost func(error)
 }
+
+// ErrNotLeader is what a Store wraps when it rejects a write because this
+// master no longer holds the lock. The service stops at once, keeps nothing
+// of its state and answers every call with wire.ErrNotLeader.
+var ErrNotLeader = errors.New("master: leadership lost")
 
 // DefaultChunksPerTask is the default of Config.ChunksPerTask.
 const DefaultChunksPerTask = 10
@@ -83,7 +91,7 @@ func (s *Service) reload(ctx context.Context) error {
 	}
 	s.ds, s.q, s.stale = nil, nil, false
 	if snap.Dataset != nil {
-		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Records)
+		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Records, s.cfg.Clock.Now())
 		if err != nil {
 			return errors.Wrap(err, "master: restore queues")
 		}
@@ -94,13 +102,20 @@ func (s *Service) reload(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the expiry timer; the service answers nothing afterwards.
+// Close stops the expiry timer and drops the state; the service answers
+// every call with wire.ErrNotLeader afterwards.
 func (s *Service) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopLocked()
+}
+
+func (s *Service) stopLocked() {
 	s.closed = true
+	s.ds, s.q = nil, nil
 	if s.timer != nil {
 		s.timer.Stop()
+		s.timer = nil
 	}
 }
 
@@ -129,8 +144,7 @@ func (s *Service) ReportDataset(ctx context.Context, patterns []string) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
 	if err := s.cfg.Store.SaveDataset(cctx, ds); err != nil {
-		s.stale = true
-		return errors.Wrap(err, "master: save dataset")
+		return s.storeFailed(errors.Wrap(err, "master: save dataset"))
 	}
 	s.ds, s.q = ds, q
 	s.cfg.Log.WithFields(logrus.Fields{
@@ -263,11 +277,25 @@ func (s *Service) commit(ctx context.Context, ch taskqueue.Change) error {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
 	if err := s.cfg.Store.Commit(cctx, ch); err != nil {
-		s.stale = true
-		return errors.Wrap(err, "master: commit queue change")
+		return s.storeFailed(errors.Wrap(err, "master: commit queue change"))
 	}
 	s.rearm()
 	return nil
+}
+
+// storeFailed handles a failed Store write: after a lost leadership the
+// service stops; after any other failure it reloads before the next call.
+func (s *Service) storeFailed(err error) error {
+	if !errors.Is(err, ErrNotLeader) {
+		s.stale = true
+		return err
+	}
+	s.cfg.Log.WithError(err).Error("leadership lost: stopped serving, state dropped")
+	s.stopLocked()
+	if s.cfg.Lost != nil {
+		go s.cfg.Lost(err)
+	}
+	return errors.Errorf("%s: %v", wire.ErrNotLeader, err)
 }
 
 // ready reloads the state after a failed commit.

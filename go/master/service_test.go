@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -163,12 +164,16 @@ type failingStore struct {
 	*MemoryStore
 	mu   sync.Mutex
 	fail bool
+	err  error // what a failing commit returns; default "etcd unavailable"
 }
 
 func (f *failingStore) Commit(ctx context.Context, ch taskqueue.Change) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail {
+		if f.err != nil {
+			return f.err
+		}
 		return errors.New("etcd unavailable")
 	}
 	return f.MemoryStore.Commit(ctx, ch)
@@ -229,5 +234,33 @@ func TestBadReportsChangeNothing(t *testing.T) {
 	}
 	if st := s.Status(); st.Pending != 1 || st.Todo != 1 || st.Done != 0 {
 		t.Fatalf("bad reports changed the queues: %+v", st)
+	}
+}
+
+func TestLostLeadershipStopsTheService(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 2)
+	store := &failingStore{MemoryStore: NewMemoryStore()}
+	lost := make(chan error, 1)
+	s, _ := newService(t, Config{ChunksPerTask: 1, Store: store, Lost: func(err error) { lost <- err }})
+	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.GetTask(ctx, wire.Task{})
+	store.fail, store.err = true, fmt.Errorf("etcdstore: fenced write rejected: %w", ErrNotLeader)
+	if _, err := s.TaskFinished(ctx, a); !wire.Is(err, wire.ErrNotLeader) {
+		t.Fatalf("finish after losing the lock: %v", err)
+	}
+	if err := <-lost; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("Lost called with %v", err)
+	}
+	store.fail = false // even with the store writable again, the service stays stopped
+	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.ErrNotLeader) {
+		t.Fatalf("GetTask after losing the lock: %v", err)
+	}
+	if st := s.Status(); st.DatasetReported {
+		t.Fatalf("state kept after losing the lock: %+v", st)
+	}
+	if store.Commits() != 1 {
+		t.Fatalf("%d commits, want only the first dispatch", store.Commits())
 	}
 }

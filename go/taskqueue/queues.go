@@ -95,12 +95,15 @@ type todoItem struct {
 // New returns the queues of numTasks tasks at the start of pass 0;
 // records(i) is the number of records of task i.
 func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error) {
-	return Restore(cfg, numTasks, records, 0, nil)
+	return Restore(cfg, numTasks, records, 0, nil, time.Time{})
 }
 
 // Restore rebuilds queues from a stored pass and the stored entries (entries
-// of other passes are ignored). Pending tasks keep their deadlines.
-func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored []Record) (*Queues, error) {
+// of other passes are ignored). Pending tasks get a fresh timeout from now:
+// their trainers may have been cut off from the master while it changed, and
+// deserve the time to report. The moving average starts empty, so that
+// timeout is Config.Timeout until MinSamples dispatches have finished.
+func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored []Record, now time.Time) (*Queues, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -122,6 +125,9 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 		}
 		if r.Queue > Failed {
 			return nil, fmt.Errorf("taskqueue: stored entry for task %d has unknown queue %d", r.Index, r.Queue)
+		}
+		if r.Queue == Pending {
+			r.Dispatched, r.Deadline = now, now.Add(q.cfg.Timeout)
 		}
 		q.set(r.Index, r.Entry)
 		q.nextSeq = max(q.nextSeq, r.Seq+1)

@@ -369,16 +369,16 @@ func TestRestore(t *testing.T) {
 	for _, r := range stored {
 		records = append(records, r)
 	}
-	r, err := Restore(cfg, 5, tenRecords, pass, records)
+	later := t0.Add(time.Hour)
+	r, err := Restore(cfg, 5, tenRecords, pass, records, later)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Pass() != 1 || counts(r) != counts(q) || counts(r) != [4]int{3, 1, 1, 0} {
 		t.Fatalf("restored pass %d counts %v, want pass 1 counts %v", r.Pass(), counts(r), counts(q))
 	}
-	want, _ := q.NextDeadline()
-	if d, ok := r.NextDeadline(); !ok || !d.Equal(want) {
-		t.Fatalf("restored deadline %v %v, want the stored %v", d, ok, want)
+	if d, ok := r.NextDeadline(); !ok || !d.Equal(later.Add(time.Minute)) {
+		t.Fatalf("restored deadline %v %v, want a fresh full timeout from the restore", d, ok)
 	}
 	// Todo order survives: 3, 4 (never dispatched this pass), then 2 (requeued).
 	for _, want := range []int{3, 4, 2} {
@@ -386,10 +386,10 @@ func TestRestore(t *testing.T) {
 			t.Fatalf("restored queue dispatched %d, want %d", task, want)
 		}
 	}
-	if _, err := Restore(cfg, 5, tenRecords, 4, nil); err == nil {
+	if _, err := Restore(cfg, 5, tenRecords, 4, nil, t0); err == nil {
 		t.Fatal("a stored pass past the last was accepted")
 	}
-	if _, err := Restore(cfg, 5, tenRecords, 0, []Record{{Index: 9}}); err == nil {
+	if _, err := Restore(cfg, 5, tenRecords, 0, []Record{{Index: 9}}, t0); err == nil {
 		t.Fatal("an entry for a task past the end was accepted")
 	}
 }

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/etcdembed"
+)
+
+// startEmbedded starts the embedded etcd in o.dataDir, points o at it and
+// writes its endpoint to <data-dir>/endpoint.
+func startEmbedded(ctx context.Context, o *options, log logrus.FieldLogger) (func(), error) {
+	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	srv, err := etcdembed.Start(ctx, etcdembed.Config{
+		Name: "master", Dir: filepath.Join(o.dataDir, "etcd"),
+		AutoCompactionMode: "revision", AutoCompactionRetention: "1000",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	o.etcd.Endpoints = srv.Endpoints()
+	endpointFile := filepath.Join(o.dataDir, "endpoint")
+	if err := os.WriteFile(endpointFile, []byte(o.etcd.Endpoints[0]+"\n"), 0o644); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
+	log.WithFields(logrus.Fields{"dir": o.dataDir, "endpoint": o.etcd.Endpoints[0], "endpoint_file": endpointFile}).
+		Info("embedded etcd started (no -endpoints given)")
+	return srv.Close, nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/namsral/flag"
+
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/etcdconn"
+	"github.com/trainmaster/master/go/etcdstore"
+	"github.com/trainmaster/master/go/taskqueue"
+)
+
+// inspection is what `master inspect -json` prints.
+type inspection struct {
+	Namespace  string          `json:"namespace"`
+	MasterAddr string          `json:"master_addr,omitempty"` // empty: no master is serving
+	Dataset    *datasetSummary `json:"dataset,omitempty"`     // nil: no dataset reported yet
+	Pass       int             `json:"pass"`
+	Counts     map[string]int  `json:"counts"`
+	Pending    []taskSummary   `json:"pending"`
+	Failed     []taskSummary   `json:"failed"`
+}
+
+type datasetSummary struct {
+	Patterns      []string `json:"patterns"`
+	Files         int      `json:"files"`
+	Chunks        int      `json:"chunks"`
+	Tasks         int      `json:"tasks"`
+	ChunksPerTask int      `json:"chunks_per_task"`
+	Records       int64    `json:"records"`
+}
+
+type taskSummary struct {
+	Task     int        `json:"task"`
+	Epoch    int        `json:"epoch"`
+	Timeouts int        `json:"timeouts"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	Error    string     `json:"error,omitempty"`
+}
+
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var opts etcdconn.Options
+	fs := flag.NewFlagSetWithEnvPrefix("master inspect", "MASTER", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.Register(fs)
+	namespace := fs.String("namespace", "", "`prefix` of the job's etcd keys")
+	dataDir := fs.String("data-dir", "./master-data", "`directory` of an embedded etcd, whose endpoint file is used when -endpoints is not given")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if len(opts.Endpoints) == 0 {
+		b, err := os.ReadFile(filepath.Join(*dataDir, "endpoint"))
+		if err != nil {
+			return fmt.Errorf("no -endpoints, and no embedded etcd's endpoint file: %w", err)
+		}
+		opts.Endpoints = []string{strings.TrimSpace(string(b))}
+	}
+	cli, err := opts.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	in := inspection{Namespace: *namespace, Counts: map[string]int{}}
+	resp, err := cli.Get(ctx, discovery.AddrKey(*namespace))
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) > 0 {
+		in.MasterAddr = string(resp.Kvs[0].Value)
+	}
+	snap, err := etcdstore.New(etcdstore.Config{Client: cli, Namespace: *namespace}).Load(ctx)
+	if err != nil {
+		return err
+	}
+	if ds := snap.Dataset; ds != nil {
+		in.Dataset = &datasetSummary{Patterns: ds.Patterns, Files: len(ds.Files), Chunks: ds.NumChunks(),
+			Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords()}
+		in.summarise(snap.Pass, ds.NumTasks(), snap.Records)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(in)
+	}
+	in.print(stdout)
+	return nil
+}
+
+// summarise counts the queues of the current pass and lists pending and
+// failed tasks; a task without an entry of this pass is in Todo.
+func (in *inspection) summarise(pass, tasks int, records []taskqueue.Record) {
+	in.Pass = pass
+	in.Counts["todo"] = tasks
+	for _, r := range records {
+		if r.Pass != pass {
+			continue
+		}
+		in.Counts["todo"]--
+		in.Counts[r.Queue.String()]++
+		t := taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error}
+		switch r.Queue {
+		case taskqueue.Pending:
+			d := r.Deadline
+			t.Deadline = &d
+			in.Pending = append(in.Pending, t)
+		case taskqueue.Failed:
+			in.Failed = append(in.Failed, t)
+		}
+	}
+	sortTasks(in.Pending)
+	sortTasks(in.Failed)
+}
+
+func sortTasks(ts []taskSummary) {
+	slices.SortFunc(ts, func(a, b taskSummary) int { return a.Task - b.Task })
+}
+
+func (in inspection) print(w io.Writer) {
+	ns := in.Namespace
+	if ns == "" {
+		ns = "(none)"
+	}
+	fmt.Fprintf(w, "namespace:  %s\n", ns)
+	if in.MasterAddr == "" {
+		fmt.Fprintln(w, "master:     none serving")
+	} else {
+		fmt.Fprintf(w, "master:     %s\n", in.MasterAddr)
+	}
+	if in.Dataset == nil {
+		fmt.Fprintln(w, "dataset:    not reported yet")
+		return
+	}
+	d := in.Dataset
+	fmt.Fprintf(w, "dataset:    %q: %d files, %d chunks, %d records, %d tasks of %d chunks\n",
+		d.Patterns, d.Files, d.Chunks, d.Records, d.Tasks, d.ChunksPerTask)
+	fmt.Fprintf(w, "pass:       %d\n", in.Pass)
+	fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d\n",
+		in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"])
+	for _, t := range in.Pending {
+		fmt.Fprintf(w, "pending:    task %d epoch %d deadline %s (timeouts %d)\n", t.Task, t.Epoch, t.Deadline.Local().Format(time.RFC3339), t.Timeouts)
+	}
+	for _, t := range in.Failed {
+		fmt.Fprintf(w, "failed:     task %d after %d timeouts or failures: %s\n", t.Task, t.Timeouts, t.Error)
+	}
+}

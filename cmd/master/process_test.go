@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/go/wire"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// masterBinary builds the master once per test run.
+func masterBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "master-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "master")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// proc is a master process whose log the test follows.
+type proc struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	log     strings.Builder
+	serving chan string // the published address, each time it starts serving
+	exited  chan struct{}
+}
+
+var servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" ]+)`)
+
+func startMaster(t *testing.T, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(masterBinary(t), append([]string{"-addr", "127.0.0.1:0", "-ttl", "2", "-log-level", "debug"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: cmd, serving: make(chan string, 4), exited: make(chan struct{})}
+	go func() {
+		defer close(p.exited)
+		lines := bufio.NewScanner(stderr)
+		for lines.Scan() {
+			p.mu.Lock()
+			p.log.WriteString(lines.Text() + "\n")
+			p.mu.Unlock()
+			if m := servingRE.FindStringSubmatch(lines.Text()); m != nil {
+				p.serving <- m[1]
+			}
+		}
+		cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("log of master %d:\n%s", cmd.Process.Pid, p.logText())
+		}
+	})
+	return p
+}
+
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// awaitServing waits for the process to publish its address.
+func (p *proc) awaitServing(limit time.Duration) string {
+	p.t.Helper()
+	select {
+	case addr := <-p.serving:
+		return addr
+	case <-p.exited:
+		p.t.Fatalf("master exited:\n%s", p.logText())
+	case <-time.After(limit):
+		p.t.Fatalf("master not serving after %v:\n%s", limit, p.logText())
+	}
+	return ""
+}
+
+// awaitLog waits for a log line containing text.
+func (p *proc) awaitLog(text string, limit time.Duration) {
+	p.t.Helper()
+	for deadline := time.Now().Add(limit); !strings.Contains(p.logText(), text); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %q in the log after %v:\n%s", text, limit, p.logText())
+		}
+	}
+}
+
+// writeDataset writes files of 50 chunks of 20 records each.
+func writeDataset(t *testing.T, files int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for f := range files {
+		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%02d.recordio", f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(20*len("part 00 record 0000")))
+		for i := range 1000 {
+			if err := w.Write(fmt.Appendf(nil, "part %02d record %04d", f, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		out.Close()
+	}
+	return filepath.Join(dir, "part-*.recordio")
+}
+
+func call(t *testing.T, addr, method string, args, reply any) error {
+	t.Helper()
+	c, err := rpc.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Call(method, args, reply)
+}
+
+func status(t *testing.T, addr string) wire.Status {
+	t.Helper()
+	var st wire.Status
+	if err := call(t, addr, "Master.Status", 0, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

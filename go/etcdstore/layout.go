@@ -1,0 +1,125 @@
+package etcdstore
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/trainmaster/master/go/dataset"
+	"github.com/trainmaster/master/go/taskqueue"
+)
+
+// Format is the version of the layout this package writes. A store holding
+// a newer format is refused, never overwritten.
+const Format = 1
+
+const (
+	filesPerPage  = 1000
+	chunksPerPage = 16384
+	chunkBytes    = 24
+)
+
+// meta is the static description of the accepted dataset.
+type meta struct {
+	Format        int      `json:"format"`
+	Patterns      []string `json:"patterns"`
+	ChunksPerTask int      `json:"chunks_per_task"`
+	Files         int      `json:"files"`
+	Chunks        int      `json:"chunks"`
+	Tasks         int      `json:"tasks"`
+	Records       int64    `json:"records"`
+}
+
+type passValue struct {
+	Pass int `json:"pass"`
+}
+
+// entry is a task's entry as stored; times are RFC 3339 for people.
+type entry struct {
+	Pass       int        `json:"pass"`
+	Queue      string     `json:"queue"`
+	Epoch      int        `json:"epoch,omitempty"`
+	Timeouts   int        `json:"timeouts,omitempty"`
+	Seq        int64      `json:"seq"`
+	Dispatched *time.Time `json:"dispatched,omitempty"`
+	Deadline   *time.Time `json:"deadline,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
+
+var queueNames = map[string]taskqueue.Queue{
+	"todo": taskqueue.Todo, "pending": taskqueue.Pending, "done": taskqueue.Done, "failed": taskqueue.Failed,
+}
+
+func encodeEntry(e taskqueue.Entry) []byte {
+	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: e.Error}
+	if !e.Dispatched.IsZero() {
+		v.Dispatched, v.Deadline = timePtr(e.Dispatched), timePtr(e.Deadline)
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func timePtr(t time.Time) *time.Time {
+	t = t.UTC().Truncate(time.Millisecond)
+	return &t
+}
+
+func decodeEntry(b []byte) (taskqueue.Entry, error) {
+	var v entry
+	if err := json.Unmarshal(b, &v); err != nil {
+		return taskqueue.Entry{}, err
+	}
+	q, ok := queueNames[v.Queue]
+	if !ok {
+		return taskqueue.Entry{}, fmt.Errorf("unknown queue %q", v.Queue)
+	}
+	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error}
+	if v.Dispatched != nil && v.Deadline != nil {
+		e.Dispatched, e.Deadline = *v.Dispatched, *v.Deadline
+	}
+	return e, nil
+}
+
+// encodeChunks packs a page of chunks and gzips it.
+func encodeChunks(chunks []dataset.Chunk) []byte {
+	raw := make([]byte, 0, len(chunks)*chunkBytes)
+	for _, c := range chunks {
+		raw = binary.LittleEndian.AppendUint64(raw, uint64(c.Offset))
+		raw = binary.LittleEndian.AppendUint32(raw, uint32(c.File))
+		raw = binary.LittleEndian.AppendUint32(raw, uint32(c.Idx))
+		raw = binary.LittleEndian.AppendUint64(raw, uint64(c.NumRecords))
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw.Write(raw)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// decodeChunks appends the chunks of a page to dst.
+func decodeChunks(dst []dataset.Chunk, page []byte) ([]dataset.Chunk, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(page))
+	if err != nil {
+		return dst, err
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, chunksPerPage*chunkBytes+1))
+	if err != nil {
+		return dst, err
+	}
+	if len(raw)%chunkBytes != 0 || len(raw) > chunksPerPage*chunkBytes {
+		return dst, fmt.Errorf("page of %d bytes is not whole chunks of %d", len(raw), chunkBytes)
+	}
+	for ; len(raw) > 0; raw = raw[chunkBytes:] {
+		dst = append(dst, dataset.Chunk{
+			Offset:     int64(binary.LittleEndian.Uint64(raw)),
+			File:       int32(binary.LittleEndian.Uint32(raw[8:])),
+			Idx:        int32(binary.LittleEndian.Uint32(raw[12:])),
+			NumRecords: int64(binary.LittleEndian.Uint64(raw[16:])),
+		})
+	}
+	return dst, nil
+}

@@ -1,0 +1,183 @@
+// Package leader runs the master service while this process holds the
+// master lock in etcd, and waits as a standby otherwise.
+//
+// A term goes: open a session (a lease of Config.TTL seconds), campaign,
+// and once elected: listen, publish the address (attached to the lease,
+// fenced), load the queues from etcd and serve. The term ends when a fenced
+// write is rejected, when the session ends, or when the context ends; the
+// listener is closed and the state dropped at once, and, unless the context
+// ended, a new term starts as a standby. A standby starts no RPC service.
+// When the context ends the leader resigns by revoking its lease, so a
+// standby takes over in milliseconds rather than after the TTL.
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/election"
+	"github.com/trainmaster/master/go/etcdstore"
+	"github.com/trainmaster/master/go/master"
+)
+
+// Config configures Run.
+type Config struct {
+	Client    *clientv3.Client
+	Namespace string
+	TTL       int    // session TTL in seconds; default 5
+	Addr      string // listen address while leading
+	Advertise string // address published for trainers; default derived from Addr
+	Service   master.Config
+	Log       logrus.FieldLogger
+	// Serving, if set, is called with the published address each time this
+	// process starts serving.
+	Serving func(addr string)
+	// Stats, if set, receives the store of each term (for its counters).
+	Stats func(*etcdstore.Store)
+}
+
+// ErrRefused wraps errors that no new term can fix, such as a stored state
+// this master cannot read: Run returns them instead of campaigning again.
+var ErrRefused = errors.New("leader: refusing to serve")
+
+// Run campaigns and serves, term after term, until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.TTL == 0 {
+		cfg.TTL = 5
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	for {
+		err := term(ctx, cfg)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrRefused):
+			return err
+		}
+		cfg.Log.WithError(err).Warn("term ended; standing by again")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func term(ctx context.Context, cfg Config) error {
+	session, err := concurrency.NewSession(cfg.Client, concurrency.WithTTL(cfg.TTL), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("leader: open session: %w", err)
+	}
+	defer session.Close()
+	cfg.Log.WithField("lease", fmt.Sprintf("%x", session.Lease())).Info("standing by: campaigning for the master lock")
+	lead, err := election.Campaign(ctx, session, discovery.LockPrefix(cfg.Namespace), hostname())
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("%w: listen on %s: %v", ErrRefused, cfg.Addr, err)
+	}
+	defer lis.Close()
+	addr := advertised(cfg.Advertise, cfg.Addr, lis.Addr())
+	if err := publish(ctx, cfg, lead, addr); err != nil {
+		return err
+	}
+	store := etcdstore.New(etcdstore.Config{Client: cfg.Client, Namespace: cfg.Namespace, Fence: lead.Fence(), Log: cfg.Log})
+	if cfg.Stats != nil {
+		cfg.Stats(store)
+	}
+	return serve(ctx, cfg, lead, lis, addr, store)
+}
+
+// serve runs the service on lis until the term ends.
+func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.Listener, addr string, store *etcdstore.Store) error {
+	lost := make(chan error, 1)
+	scfg := cfg.Service
+	scfg.Store, scfg.Log = store, cfg.Log
+	scfg.Lost = func(err error) { lost <- err }
+	svc, err := master.New(scfg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	defer svc.Close()
+	if err := svc.Restore(ctx); err != nil {
+		if errors.Is(err, etcdstore.ErrFormat) {
+			return fmt.Errorf("%w: %v", ErrRefused, err)
+		}
+		return err
+	}
+	srv, err := master.NewServer(svc, cfg.Log)
+	if err != nil {
+		return err
+	}
+	go srv.Serve(lis)
+	defer srv.Close()
+	cfg.Log.WithFields(logrus.Fields{"addr": addr, "key": lead.Key, "rev": lead.Rev}).Info("leading: serving trainers")
+	if cfg.Serving != nil {
+		cfg.Serving(addr)
+	}
+	select {
+	case <-ctx.Done():
+		srv.Close()
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := lead.Resign(rctx); err != nil {
+			cfg.Log.WithError(err).Warn("could not resign; a standby takes over after the TTL")
+		} else {
+			cfg.Log.Info("resigned the master lock")
+		}
+		return nil
+	case err := <-lost:
+		return err
+	case <-lead.Session.Done():
+		return election.ErrSessionExpired
+	}
+}
+
+// publish writes the address trainers dial, fenced and attached to the lease.
+func publish(ctx context.Context, cfg Config, lead *election.Leadership, addr string) error {
+	resp, err := cfg.Client.Txn(ctx).If(lead.Fence()).
+		Then(clientv3.OpPut(discovery.AddrKey(cfg.Namespace), addr, clientv3.WithLease(lead.Session.Lease()))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("leader: publish address: %w", err)
+	}
+	if !resp.Succeeded {
+		return election.ErrNotLeader
+	}
+	return nil
+}
+
+// advertised is the address to publish: -advertise when given, else the
+// listen address when it names a host, else the host name; with the port
+// actually bound.
+func advertised(advertise, listen string, bound net.Addr) string {
+	if advertise != "" {
+		return advertise
+	}
+	_, port, _ := net.SplitHostPort(bound.String())
+	if host, _, err := net.SplitHostPort(listen); err == nil && host != "" && host != "0.0.0.0" && host != "::" {
+		return net.JoinHostPort(host, port)
+	}
+	return net.JoinHostPort(hostname(), port)
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}
