@@ -6,9 +6,11 @@
 //
 //   - Start returns only once the member is ready to serve clients (it has
 //     joined a cluster with a quorum and a leader), or returns an error after
-//     having released everything it took: listeners, the data directory, the
-//     goroutines of etcd. The error names the member, the data directory and
-//     both addresses.
+//     having released what it took: listeners, the data directory, etcd's
+//     goroutines. (Should etcd's own start still be blocked when the wait
+//     ends, e.g. joining unreachable peers, it is released in the background
+//     once it returns.) Errors past configuration checks name the member,
+//     the data directory and both addresses.
 //   - By default the member listens on, and advertises, loopback addresses
 //     only (127.0.0.1). Addresses with port 0 are resolved to free ports
 //     before etcd is configured, so the peer URL etcd advertises is exactly
@@ -25,6 +27,8 @@
 //   - Err reports the member's fatal errors while it runs, including the
 //     server stopping on its own (for example after it was removed from the
 //     cluster).
+//   - etcd logs JSON lines at level error and above to stderr by default;
+//     the error lines embed writes on every normal shutdown are dropped.
 //
 // Client traffic can use TLS (https client URLs, optionally requiring client
 // certificates); peer traffic is always plain http.
@@ -575,8 +579,8 @@ func (s *Server) Etcd() *embed.Etcd { return s.e }
 
 // Err receives at most one error: a fatal error of the member's listeners,
 // or the server stopping on its own (e.g. after being removed from the
-// cluster). Nothing is sent once Close has begun; the channel is never
-// closed.
+// cluster). An error caused by Close is not reported, and nothing is sent
+// after Close has returned; the channel is never closed.
 func (s *Server) Err() <-chan error { return s.errc }
 
 // Close stops the member gracefully and releases its data directory.

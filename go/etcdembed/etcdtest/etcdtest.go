@@ -133,6 +133,8 @@ func StartCluster(t testing.TB, n int, opts ...Option) ([]*etcdembed.Server, *cl
 	var endpoints []string
 	for i, srv := range srvs {
 		if srv != nil {
+			// A member's graceful stop waits up to a second for the
+			// peer connections of members still running.
 			t.Cleanup(srv.Close)
 			endpoints = append(endpoints, srv.Endpoints()...)
 		}

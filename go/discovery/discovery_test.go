@@ -1,0 +1,42 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/etcdembed/etcdtest"
+)
+
+func TestResolveWaitsForAPublishedAddress(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	r := NewResolver(cli, "/job")
+	got := make(chan string, 1)
+	go func() {
+		addr, err := r.Resolve(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- addr
+	}()
+	select {
+	case addr := <-got:
+		t.Fatalf("resolved %q before any master published", addr)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := cli.Put(context.Background(), AddrKey("/job"), "127.0.0.1:7000"); err != nil {
+		t.Fatal(err)
+	}
+	if addr := <-got; addr != "127.0.0.1:7000" {
+		t.Fatalf("resolved %q", addr)
+	}
+	if addr, err := r.Resolve(context.Background()); err != nil || addr != "127.0.0.1:7000" {
+		t.Fatalf("resolve of a published address: %q %v", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := NewResolver(cli, "/other").Resolve(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("resolve with nothing published and a short context: %v", err)
+	}
+}
