@@ -9,7 +9,7 @@
 //
 //	meta              JSON: format version, patterns, counts, chunks per task
 //	pass              JSON: {"pass":N}; N = passes once all are done
-//	files/NNNNNN      JSON array of file paths, up to 1,000 per page
+//	files/NNNNNN      JSON array of file paths, up to 1,000 or 256 KiB per page
 //	chunks/NNNNNN     gzip of 24 bytes per chunk (offset, file, index,
 //	                  records; little-endian), up to 16,384 chunks per page
 //	tasks/NNNNNNNNNN  JSON entry of a task touched in its pass: queue, epoch,

@@ -19,6 +19,7 @@ const Format = 1
 
 const (
 	filesPerPage  = 1000
+	filePageBytes = 256 << 10
 	chunksPerPage = 16384
 	chunkBytes    = 24
 )
@@ -82,6 +83,23 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 		e.Dispatched, e.Deadline = *v.Dispatched, *v.Deadline
 	}
 	return e, nil
+}
+
+// filePages splits the file list into JSON arrays of at most filesPerPage
+// paths and about filePageBytes.
+func filePages(files []string) [][]byte {
+	var pages [][]byte
+	for len(files) > 0 {
+		n, size := 0, 0
+		for n < len(files) && n < filesPerPage && (n == 0 || size+len(files[n]) < filePageBytes) {
+			size += len(files[n]) + 3
+			n++
+		}
+		page, _ := json.Marshal(files[:n])
+		pages = append(pages, page)
+		files = files[n:]
+	}
+	return pages
 }
 
 // encodeChunks packs a page of chunks and gzips it.

@@ -109,8 +109,7 @@ func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
 		batch, batchBytes = append(batch, op), batchBytes+size
 		return nil
 	}
-	for i := 0; i*filesPerPage < len(ds.Files); i++ {
-		page, _ := json.Marshal(ds.Files[i*filesPerPage : min((i+1)*filesPerPage, len(ds.Files))])
+	for i, page := range filePages(ds.Files) {
 		if err := add(clientv3.OpPut(s.keys.file(i), string(page)), len(page)); err != nil {
 			return err
 		}

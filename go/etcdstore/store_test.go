@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,5 +226,69 @@ func TestLargeDataset(t *testing.T) {
 	}
 	if small, large := perDispatch[1000], perDispatch[1000000]; large > small+8 {
 		t.Fatalf("a dispatch writes %d bytes at 1M chunks, %d at 1k", large, small)
+	}
+}
+
+// TestCompactsHistory: after CompactEvery revisions the store compacts all
+// but the last CompactKeep, so etcd's history does not grow without bound.
+func TestCompactsHistory(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := election.Campaign(ctx, s, "/master/lock/", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := New(Config{Client: cli, Fence: l.Fence(), CompactEvery: 50, CompactKeep: 10})
+	if err := store.SaveDataset(ctx, syntheticDataset(t, 100)); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := cli.Get(ctx, "/task_queues/pass")
+	for i := range 120 {
+		ch := taskqueue.Change{Records: []taskqueue.Record{{Index: i % 10, Entry: taskqueue.Entry{Queue: taskqueue.Pending, Epoch: i + 1}}}}
+		if err := store.Commit(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := cli.Get(ctx, "/task_queues/pass", clientv3.WithRev(first.Header.Revision))
+		if err != nil && strings.Contains(err.Error(), "compacted") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("revision %d still readable after 120 commits: %v", first.Header.Revision, err)
+		}
+	}
+}
+
+func TestFilePagesStaySmall(t *testing.T) {
+	long := strings.Repeat("d/", 2000) + "part.recordio" // a 4 KiB path
+	for _, tc := range []struct {
+		files []string
+		pages int
+	}{
+		{nil, 0},
+		{make([]string, 2500), 3},
+		{[]string{long, long, long}, 1},
+		{slices.Repeat([]string{long}, 200), 4},
+	} {
+		pages := filePages(tc.files)
+		var back []string
+		for _, p := range pages {
+			if len(p) > 512<<10 {
+				t.Fatalf("a page of %d bytes", len(p))
+			}
+			var files []string
+			if err := json.Unmarshal(p, &files); err != nil {
+				t.Fatal(err)
+			}
+			back = append(back, files...)
+		}
+		if len(pages) != tc.pages || len(back) != len(tc.files) {
+			t.Errorf("%d files: %d pages holding %d, want %d pages", len(tc.files), len(pages), len(back), tc.pages)
+		}
 	}
 }
