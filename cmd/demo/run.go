@@ -103,22 +103,10 @@ func writeSample(dir string, files, records int) (string, error) {
 	}
 	for f := range files {
 		path := filepath.Join(data, fmt.Sprintf("part-%03d.recordio", f))
-		file, err := os.Create(path)
-		if err != nil {
-			return "", err
+		record := func(r int) []byte {
+			return fmt.Appendf(nil, "file %03d record %06d: an example worth training on", f, r)
 		}
-		w := recordio.NewWriter(file, recordio.WithMaxChunkBytes(4096))
-		for r := range records {
-			if err := w.Write(fmt.Appendf(nil, "file %03d record %06d: an example worth training on", f, r)); err != nil {
-				file.Close()
-				return "", err
-			}
-		}
-		if err := w.Close(); err != nil {
-			file.Close()
-			return "", err
-		}
-		if err := file.Close(); err != nil {
+		if err := recordio.WriteFile(path, records, record, recordio.WithMaxChunkBytes(4096)); err != nil {
 			return "", err
 		}
 	}

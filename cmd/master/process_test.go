@@ -131,20 +131,11 @@ func writeDataset(t *testing.T, files int) string {
 	t.Helper()
 	dir := t.TempDir()
 	for f := range files {
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%02d.recordio", f)))
-		if err != nil {
+		path := filepath.Join(dir, fmt.Sprintf("part-%02d.recordio", f))
+		record := func(i int) []byte { return fmt.Appendf(nil, "part %02d record %04d", f, i) }
+		if err := recordio.WriteFile(path, 1000, record, recordio.WithMaxChunkBytes(20*len(record(0)))); err != nil {
 			t.Fatal(err)
 		}
-		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(20*len("part 00 record 0000")))
-		for i := range 1000 {
-			if err := w.Write(fmt.Appendf(nil, "part %02d record %04d", f, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		out.Close()
 	}
 	return filepath.Join(dir, "part-*.recordio")
 }

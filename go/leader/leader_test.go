@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/rpc"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -81,14 +80,9 @@ func TestResignHandsOverAtOnce(t *testing.T) {
 func TestStepsDownWhenItsLockGoes(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	path := filepath.Join(t.TempDir(), "data.recordio")
-	f, err := os.Create(path)
-	if err != nil {
+	if err := recordio.WriteFile(path, 1, func(int) []byte { return []byte("one record") }); err != nil {
 		t.Fatal(err)
 	}
-	w := recordio.NewWriter(f)
-	w.Write([]byte("one record"))
-	w.Close()
-	f.Close()
 
 	serving, _ := run(t, cli)
 	addr := await(t, serving, 10*time.Second)

@@ -56,20 +56,11 @@ func copyFixtures(t *testing.T, dir string) {
 func generate(t *testing.T, dir string, files int) {
 	t.Helper()
 	for f := range files {
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("gen-%02d.recordio", f)))
-		if err != nil {
+		path := filepath.Join(dir, fmt.Sprintf("gen-%02d.recordio", f))
+		record := func(i int) []byte { return fmt.Appendf(nil, "gen %02d record %04d", f, i) }
+		if err := recordio.WriteFile(path, 1000, record, recordio.WithMaxChunkBytes(25*len(record(0)))); err != nil {
 			t.Fatal(err)
 		}
-		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(25*len("gen 00 record 0000")))
-		for i := range 1000 {
-			if err := w.Write(fmt.Appendf(nil, "gen %02d record %04d", f, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		out.Close()
 	}
 }
 

@@ -82,20 +82,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 func writeDataset(t testing.TB, dir string, files, chunks int) string {
 	t.Helper()
 	for f := range files {
-		out, err := os.Create(filepath.Join(dir, fmt.Sprintf("part-%03d.recordio", f)))
-		if err != nil {
+		path := filepath.Join(dir, fmt.Sprintf("part-%03d.recordio", f))
+		record := func(i int) []byte { return fmt.Appendf(nil, "file %03d record %05d", f, i) }
+		if err := recordio.WriteFile(path, chunks*3, record, recordio.WithMaxChunkBytes(3*len(record(0)))); err != nil {
 			t.Fatal(err)
 		}
-		w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(3*len("file 000 record 00000")))
-		for i := range chunks * 3 {
-			if err := w.Write(fmt.Appendf(nil, "file %03d record %05d", f, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		out.Close()
 	}
 	return filepath.Join(dir, "part-*.recordio")
 }

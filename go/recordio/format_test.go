@@ -287,3 +287,17 @@ func referenceLimit(records [][]byte, ix *Index) int {
 	}
 	return limit
 }
+
+func TestWriteFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.recordio")
+	if err := WriteFile(path, 100, func(i int) []byte { return []byte(strconv.Itoa(i)) }, WithMaxChunkBytes(20)); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := IndexFile(path)
+	if err != nil || ix.NumRecords != 100 || len(ix.Chunks) < 5 {
+		t.Fatalf("%v, %+v", err, ix)
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "no", "dir"), 1, func(int) []byte { return nil }); err == nil {
+		t.Fatal("wrote into a missing directory")
+	}
+}

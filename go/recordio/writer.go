@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"os"
 )
 
 // WriterOption configures a Writer.
@@ -151,6 +152,31 @@ func (w *Writer) compress() error {
 		w.stored = buf.Bytes()
 	default:
 		return fmt.Errorf("recordio: %w %d", ErrCompressor, uint32(w.compressor))
+	}
+	return nil
+}
+
+// WriteFile writes n records to a new file at path, record i being
+// record(i), through a Writer with opts. It is how tools and tests make
+// datasets.
+func WriteFile(path string, n int, record func(i int) []byte, opts ...WriterOption) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("recordio: %w", err)
+	}
+	w := NewWriter(f, opts...)
+	for i := range n {
+		if err := w.Write(record(i)); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("recordio: %w", err)
 	}
 	return nil
 }

@@ -30,20 +30,8 @@ func WriteFiles(tb testing.TB, dir string, files, records, perChunk int) (paths 
 // writeFile writes recs, all of one length, perChunk to a chunk.
 func writeFile(tb testing.TB, path string, recs [][]byte, perChunk int) {
 	tb.Helper()
-	out, err := os.Create(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	w := recordio.NewWriter(out, recordio.WithMaxChunkBytes(perChunk*len(recs[0])))
-	for _, r := range recs {
-		if err := w.Write(r); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
+	record := func(i int) []byte { return recs[i] }
+	if err := recordio.WriteFile(path, len(recs), record, recordio.WithMaxChunkBytes(perChunk*len(recs[0]))); err != nil {
 		tb.Fatal(err)
 	}
 }
