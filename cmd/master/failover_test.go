@@ -294,7 +294,7 @@ func TestRestartWithEmbeddedEtcd(t *testing.T) {
 		}
 	}
 	var ins inspection
-	out, err := exec.Command(masterBinary(t), "inspect", "-data-dir", dataDir, "-json").Output()
+	out, err := exec.Command(binPath, "inspect", "-data-dir", dataDir, "-json").Output()
 	if err != nil || json.Unmarshal(out, &ins) != nil {
 		t.Fatalf("inspect: %v\n%s", err, out)
 	}

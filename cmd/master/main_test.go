@@ -5,7 +5,6 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,21 +14,10 @@ import (
 	"github.com/trainmaster/master/go/wire"
 )
 
-// buildMaster builds this command into a temporary directory.
-func buildMaster(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "master")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestProcessServesAndStopsOnSignal starts the real binary, talks to it and
 // stops it with SIGTERM.
 func TestProcessServesAndStopsOnSignal(t *testing.T) {
-	cmd := exec.Command(buildMaster(t), "-addr", "127.0.0.1:0", "-log-level", "debug", "-data-dir", t.TempDir())
+	cmd := exec.Command(binPath, "-addr", "127.0.0.1:0", "-log-level", "debug", "-data-dir", t.TempDir())
 	cmd.Env = append(os.Environ(), "MASTER_PASSES=2")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

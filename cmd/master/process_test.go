@@ -18,30 +18,24 @@ import (
 	"github.com/trainmaster/master/go/wire"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
+// binPath is the master binary built once for the package's tests.
+var binPath string
 
-// masterBinary builds the master once per test run.
-func masterBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "master-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "master")
-		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "master-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	return binPath
+	binPath = filepath.Join(dir, "master")
+	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // proc is a master process whose log the test follows.
@@ -58,7 +52,7 @@ var servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" 
 
 func startMaster(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(masterBinary(t), append([]string{"-addr", "127.0.0.1:0", "-ttl", "2", "-log-level", "debug"}, args...)...)
+	cmd := exec.Command(binPath, append([]string{"-addr", "127.0.0.1:0", "-ttl", "2", "-log-level", "debug"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

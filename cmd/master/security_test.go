@@ -27,7 +27,7 @@ func TestTLSAndAuth(t *testing.T) {
 	if st := status(t, addr); st.DatasetReported {
 		t.Fatalf("status %+v", st)
 	}
-	out, err := exec.Command(masterBinary(t), append([]string{"inspect"}, append(tlsFlags, "-etcd-user", "trainmaster")...)...).CombinedOutput()
+	out, err := exec.Command(binPath, append([]string{"inspect"}, append(tlsFlags, "-etcd-user", "trainmaster")...)...).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "master:     "+addr) {
 		t.Fatalf("inspect over TLS with auth: %v\n%s", err, out)
 	}
@@ -45,7 +45,7 @@ func TestTLSAndAuth(t *testing.T) {
 		{"wrong password", append(tlsFlags, "-etcd-user", "trainmaster"), "wrong", "authentication failed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(masterBinary(t), append(tc.args, "-data-dir", t.TempDir())...)
+			cmd := exec.Command(binPath, append(tc.args, "-data-dir", t.TempDir())...)
 			cmd.Env = append(os.Environ(), "MASTER_ETCD_PASSWORD="+tc.env)
 			out, err := cmd.CombinedOutput()
 			if err == nil || !strings.Contains(string(out), tc.want) {
