@@ -25,10 +25,13 @@ bench:
 
 # A short smoke run of every fuzz target; run one longer with
 # `go test -run '^$$' -fuzz FuzzReadChunk -fuzztime 10m ./go/recordio`.
+FUZZPKGS := ./go/recordio ./go/etcdstore
 fuzz:
-	@for target in $$($(GO) test -list '^Fuzz' ./go/recordio | grep '^Fuzz'); do \
-		echo "== $$target"; \
-		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) ./go/recordio || exit 1; \
+	@for pkg in $(FUZZPKGS); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
 	done
 
 # The main job: a master and four trainers on a sample dataset, one trainer

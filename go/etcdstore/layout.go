@@ -80,7 +80,7 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 	}
 	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error}
 	if v.Dispatched != nil && v.Deadline != nil {
-		e.Dispatched, e.Deadline = *v.Dispatched, *v.Deadline
+		e.Dispatched, e.Deadline = *timePtr(*v.Dispatched), *timePtr(*v.Deadline)
 	}
 	return e, nil
 }

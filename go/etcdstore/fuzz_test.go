@@ -1,0 +1,50 @@
+package etcdstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/dataset"
+	"github.com/trainmaster/master/go/taskqueue"
+)
+
+// FuzzDecodeEntry: whatever bytes a task key holds, decoding errs or yields
+// an entry that encodes back to the same entry.
+func FuzzDecodeEntry(f *testing.F) {
+	now := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+	f.Add(encodeEntry(taskqueue.Entry{Pass: 1, Queue: taskqueue.Pending, Epoch: 2, Seq: 7, Dispatched: now, Deadline: now.Add(time.Minute)}))
+	f.Add(encodeEntry(taskqueue.Entry{Queue: taskqueue.Failed, Timeouts: 4, Error: "dispatch 4 failed: bad block"}))
+	f.Add([]byte(`{"queue":"lost"}`))
+	f.Add([]byte(`{"pass":-1,"queue":"done","epoch":1e300}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := decodeEntry(b)
+		if err != nil {
+			return
+		}
+		again, err := decodeEntry(encodeEntry(e))
+		if err != nil || again != e {
+			t.Fatalf("%q decodes to %+v, which round-trips to %+v (%v)", b, e, again, err)
+		}
+	})
+}
+
+// FuzzDecodeChunks: a chunk page of any bytes errs or decodes into whole
+// chunks, never more than a page holds.
+func FuzzDecodeChunks(f *testing.F) {
+	f.Add(encodeChunks([]dataset.Chunk{{Offset: 4096, File: 1, Idx: 2, NumRecords: 30}}))
+	f.Add(encodeChunks(nil))
+	f.Add([]byte("not gzip"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		chunks, err := decodeChunks(nil, b)
+		if err != nil {
+			return
+		}
+		if len(chunks) > chunksPerPage {
+			t.Fatalf("%d chunks from one page", len(chunks))
+		}
+		back, err := decodeChunks(nil, encodeChunks(chunks))
+		if err != nil || len(back) != len(chunks) {
+			t.Fatalf("re-encoded page: %d chunks, %v", len(back), err)
+		}
+	})
+}
