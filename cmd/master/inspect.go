@@ -65,7 +65,11 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		opts.Endpoints = []string{strings.TrimSpace(string(b))}
 	}
-	cli, err := opts.Connect(ctx)
+	log, err := newLogger("warn", stderr)
+	if err != nil {
+		return err
+	}
+	cli, err := opts.Connect(ctx, log)
 	if err != nil {
 		return err
 	}

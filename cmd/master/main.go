@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		defer stopEtcd()
 	}
-	cli, err := o.etcd.Connect(ctx)
+	cli, err := o.etcd.Connect(ctx, log)
 	if err != nil {
 		return err
 	}

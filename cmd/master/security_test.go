@@ -57,3 +57,22 @@ func TestTLSAndAuth(t *testing.T) {
 		})
 	}
 }
+
+// TestEtcdUnreachableAtStart: the master says it is retrying, then gives up
+// with a clear error after -etcd-dial-timeout.
+func TestEtcdUnreachableAtStart(t *testing.T) {
+	start := time.Now()
+	out, err := exec.Command(binPath, "-endpoints", "http://127.0.0.1:1", "-etcd-dial-timeout", "3s").CombinedOutput()
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("the master started without etcd")
+	}
+	text := string(out)
+	if strings.Count(text, "etcd does not answer yet; retrying") < 2 ||
+		!strings.Contains(text, "master: etcd at http://127.0.0.1:1 did not answer within 3s") {
+		t.Fatalf("output:\n%s", text)
+	}
+	if took < 2500*time.Millisecond || took > 10*time.Second {
+		t.Fatalf("gave up after %v, want about the 3 s dial timeout", took)
+	}
+}

@@ -83,13 +83,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	resolver, closeEtcd, err := o.resolver(ctx)
+	cfg := o.config(stderr)
+	resolver, closeEtcd, err := o.resolver(ctx, cfg.Log)
 	if err != nil {
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
 		return 1
 	}
 	defer closeEtcd()
-	c := client.New(resolver, o.config(stderr))
+	c := client.New(resolver, cfg)
 	defer c.Close()
 	if err := train(ctx, c, o, stdout); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
@@ -136,11 +137,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 // resolver finds the master: at -addr, or through etcd, following failovers.
-func (o options) resolver(ctx context.Context) (client.Resolver, func(), error) {
+func (o options) resolver(ctx context.Context, log logrus.FieldLogger) (client.Resolver, func(), error) {
 	if o.addr != "" {
 		return client.Static(o.addr), func() {}, nil
 	}
-	cli, err := o.etcd.Connect(ctx)
+	cli, err := o.etcd.Connect(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -68,8 +70,10 @@ func (o Options) TLS() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Connect opens a client and checks that etcd answers within DialTimeout.
-func (o Options) Connect(ctx context.Context) (*clientv3.Client, error) {
+// Connect opens a client and checks that etcd answers. It tries again
+// every second, logging each failure, until DialTimeout has passed; then it
+// gives up with an error naming the endpoints.
+func (o Options) Connect(ctx context.Context, log logrus.FieldLogger) (*clientv3.Client, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, fmt.Errorf("no etcd endpoints")
 	}
@@ -77,18 +81,48 @@ func (o Options) Connect(ctx context.Context) (*clientv3.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	deadline := time.Now().Add(o.DialTimeout)
+	for attempt := 1; ; attempt++ {
+		// Never a zero or negative wait: clientv3 reads it as "no timeout".
+		wait := max(min(time.Second, time.Until(deadline)), 200*time.Millisecond)
+		next := time.Now().Add(time.Second) // one attempt a second
+		cli, err := o.try(ctx, tlsCfg, wait)
+		if err == nil {
+			return cli, nil
+		}
+		if ctx.Err() != nil || !time.Now().Before(deadline) || permanent(err) {
+			return nil, o.unreachable(err)
+		}
+		log.WithFields(logrus.Fields{"endpoints": strings.Join(o.Endpoints, ","), "attempt": attempt,
+			"gives_up_in": time.Until(deadline).Round(100 * time.Millisecond)}).WithError(err).
+			Warn("etcd does not answer yet; retrying")
+		select {
+		case <-ctx.Done():
+		case <-time.After(max(min(time.Until(next), time.Until(deadline)), 0)):
+		}
+	}
+}
+
+// permanent tells errors that retrying cannot fix, such as a refused login.
+func permanent(err error) bool {
+	return errors.Is(err, rpctypes.ErrAuthFailed) || errors.Is(err, rpctypes.ErrGRPCAuthFailed) ||
+		strings.Contains(err.Error(), "authentication failed")
+}
+
+// try makes one attempt: a client and one read, within wait.
+func (o Options) try(ctx context.Context, tlsCfg *tls.Config, wait time.Duration) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: o.Endpoints, DialTimeout: o.DialTimeout, TLS: tlsCfg,
+		Endpoints: o.Endpoints, DialTimeout: wait, TLS: tlsCfg,
 		Username: o.User, Password: o.Password, Logger: zap.NewNop(), Context: ctx,
 	})
 	if err != nil {
-		return nil, o.unreachable(err)
+		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if _, err := cli.Get(cctx, "health-check-of-trainmaster"); err != nil {
 		cli.Close()
-		return nil, o.unreachable(err)
+		return nil, err
 	}
 	return cli, nil
 }
