@@ -311,3 +311,22 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestRefusesStateOfANewerFormat: a master finding a state it cannot read
+// exits with a clear message and leaves the state as it is.
+func TestRefusesStateOfANewerFormat(t *testing.T) {
+	srv, cli := etcdtest.Start(t)
+	const meta = `{"format":99,"patterns":["x"],"chunks_per_task":10,"files":1,"chunks":1,"tasks":1}`
+	put, err := cli.Put(context.Background(), "/task_queues/meta", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binPath, "-endpoints", strings.Join(srv.Endpoints(), ","), "-addr", "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "holds format 99; this master reads format 1 only") {
+		t.Fatalf("exit %v, output:\n%s", err, out)
+	}
+	resp, err := cli.Get(context.Background(), "/task_queues/meta")
+	if err != nil || string(resp.Kvs[0].Value) != meta || resp.Kvs[0].ModRevision != put.Header.Revision {
+		t.Fatalf("the state was touched: %v %v", resp.Kvs, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/rpc"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,50 @@ func TestHostileConnections(t *testing.T) {
 	var task wire.Task
 	if err := c.Call("Master.GetTask", wire.Task{}, &task); err != nil || task.Epoch != 1 {
 		t.Fatalf("after hostile clients: %+v %v", task, err)
+	}
+}
+
+// TestThousandIdleConnections: a thousand connections held open and idle
+// cost little and do not keep a real client from being served.
+func TestThousandIdleConnections(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 2)
+	s, _ := newService(t, Config{ChunksPerTask: 1})
+	addr := startServer(t, s)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(idle), err)
+		}
+		idle = append(idle, c)
+	}
+	c, err := rpc.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var dummy int
+	if err := c.Call("Master.ReportDataset", []string{pattern}, &dummy); err != nil {
+		t.Fatal(err)
+	}
+	var task wire.Task
+	if err := c.Call("Master.GetTask", wire.Task{}, &task); err != nil || task.Epoch != 1 {
+		t.Fatalf("with 1,000 idle connections: %+v %v", task, err)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapInuse) - int64(before.HeapInuse)
+	t.Logf("heap grew %d KiB for 1,000 idle connections", grown>>10)
+	if grown > 64<<20 {
+		t.Fatalf("heap grew %d MiB for 1,000 idle connections", grown>>20)
 	}
 }
