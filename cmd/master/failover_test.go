@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/go/etcdembed/etcdtest"
+	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 )
 
@@ -328,5 +330,79 @@ func TestRefusesStateOfANewerFormat(t *testing.T) {
 	resp, err := cli.Get(context.Background(), "/task_queues/meta")
 	if err != nil || string(resp.Kvs[0].Value) != meta || resp.Kvs[0].ModRevision != put.Header.Revision {
 		t.Fatalf("the state was touched: %v %v", resp.Kvs, err)
+	}
+}
+
+// TestUnreadableFilesAreDiscarded: one file has a damaged chunk when the
+// dataset is accepted, another is deleted afterwards. Trainers report the
+// tasks failed with the reason, the master discards them after the limit,
+// every pass still completes, and inspect shows what was discarded.
+func TestUnreadableFilesAreDiscarded(t *testing.T) {
+	dataDir := t.TempDir()
+	pattern := writeDataset(t, 3) // 50 chunks each
+	files, _ := filepath.Glob(pattern)
+	damageChunk(t, files[0], 7)
+	p := startMaster(t, "-data-dir", dataDir, "-chunks-per-task", "10", "-passes", "2", "-task-timeout-max", "1")
+	addr := p.awaitServing(30 * time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := client.New(client.Static(addr), client.Config{MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	defer c.Close()
+	if err := c.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(files[2]); err != nil {
+		t.Fatal(err)
+	}
+	consumed := map[[2]int]bool{}
+	for rec, err := range c.Records(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Last {
+			consumed[[2]int{rec.Pass, rec.Task}] = true
+		}
+	}
+	// Task 0 holds the damaged chunk; tasks 10 to 14 are the deleted file.
+	bad := map[int]bool{0: true, 10: true, 11: true, 12: true, 13: true, 14: true}
+	for pass := range 2 {
+		for task := range 15 {
+			if consumed[[2]int{pass, task}] == bad[task] {
+				t.Errorf("pass %d task %d: consumed %v", pass, task, consumed[[2]int{pass, task}])
+			}
+		}
+	}
+	log := p.logText()
+	for _, want := range []string{"checksum mismatch", files[0], "no such file", files[2], "discarded for this pass", "all passes done"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the master's log does not say %q", want)
+		}
+	}
+	var ins inspection
+	out, err := exec.Command(binPath, "inspect", "-data-dir", dataDir, "-json").Output()
+	if err != nil || json.Unmarshal(out, &ins) != nil {
+		t.Fatalf("inspect: %v\n%s", err, out)
+	}
+	if len(ins.FailedLastPass) != 6 || !strings.Contains(ins.FailedLastPass[1].Error, files[2]) {
+		t.Fatalf("inspect shows %d tasks discarded in the last pass: %+v", len(ins.FailedLastPass), ins.FailedLastPass)
+	}
+}
+
+// damageChunk flips a payload byte of one chunk: the file still indexes,
+// reading that chunk fails its checksum.
+func damageChunk(t *testing.T, path string, chunk int) {
+	t.Helper()
+	ix, err := recordio.IndexFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[ix.Chunks[chunk].Offset+25] ^= 0xff
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -28,6 +28,10 @@ type inspection struct {
 	Counts     map[string]int  `json:"counts"`
 	Pending    []taskSummary   `json:"pending"`
 	Failed     []taskSummary   `json:"failed"`
+	// FailedLastPass lists the tasks discarded in the pass before, which
+	// the current one gave another chance (or, after the last pass, the
+	// tasks the job never trained on).
+	FailedLastPass []taskSummary `json:"failed_last_pass"`
 }
 
 type datasetSummary struct {
@@ -106,6 +110,9 @@ func (in *inspection) summarise(pass, tasks int, records []taskqueue.Record) {
 	in.Pass = pass
 	in.Counts["todo"] = tasks
 	for _, r := range records {
+		if r.Pass == pass-1 && r.Queue == taskqueue.Failed {
+			in.FailedLastPass = append(in.FailedLastPass, taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error})
+		}
 		if r.Pass != pass {
 			continue
 		}
@@ -123,6 +130,7 @@ func (in *inspection) summarise(pass, tasks int, records []taskqueue.Record) {
 	}
 	sortTasks(in.Pending)
 	sortTasks(in.Failed)
+	sortTasks(in.FailedLastPass)
 }
 
 func sortTasks(ts []taskSummary) {
@@ -155,5 +163,8 @@ func (in inspection) print(w io.Writer) {
 	}
 	for _, t := range in.Failed {
 		fmt.Fprintf(w, "failed:     task %d after %d timeouts or failures: %s\n", t.Task, t.Timeouts, t.Error)
+	}
+	for _, t := range in.FailedLastPass {
+		fmt.Fprintf(w, "failed in pass %d: task %d after %d timeouts or failures: %s\n", in.Pass-1, t.Task, t.Timeouts, t.Error)
 	}
 }
