@@ -12,6 +12,7 @@ import (
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/dataset"
@@ -161,6 +162,11 @@ func (s *Store) Commit(ctx context.Context, ch taskqueue.Change) error {
 // txn commits ops if the fence holds.
 func (s *Store) txn(ctx context.Context, ops []clientv3.Op) error {
 	resp, err := s.cfg.Client.Txn(ctx).If(s.cfg.Fence).Then(ops...).Commit()
+	if errors.Is(err, rpctypes.ErrGRPCNoSpace) || errors.Is(err, rpctypes.ErrNoSpace) {
+		return errors.Wrap(err, "etcdstore: etcd is out of space (NOSPACE alarm); nothing was written. "+
+			"Free space (compact, then etcdctl defrag), raise --quota-backend-bytes if needed, "+
+			"and run etcdctl alarm disarm; the master serves again at the next call")
+	}
 	if err != nil {
 		return errors.Wrap(err, "etcdstore: commit")
 	}

@@ -287,6 +287,7 @@ func (s *Service) commit(ctx context.Context, ch taskqueue.Change) error {
 // service stops; after any other failure it reloads before the next call.
 func (s *Service) storeFailed(err error) error {
 	if !errors.Is(err, ErrNotLeader) {
+		s.cfg.Log.WithError(err).Error("store write failed; the caller gets the error and the state is reloaded before the next call")
 		s.stale = true
 		return err
 	}
