@@ -289,7 +289,8 @@ func (s *Service) storeFailed(err error) error {
 	if !errors.Is(err, ErrNotLeader) {
 		s.cfg.Log.WithError(err).Error("store write failed; the caller gets the error and the state is reloaded before the next call")
 		s.stale = true
-		return err
+		// Clients retry on this text: the master cannot serve the call now.
+		return errors.Errorf("%s: %v", wire.ErrNotLeader, err)
 	}
 	s.cfg.Log.WithError(err).Error("leadership lost: stopped serving, state dropped")
 	s.stopLocked()

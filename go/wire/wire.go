@@ -95,8 +95,10 @@ const (
 	ErrAllDone = "all passes done"
 	// ErrNoDataset: GetTask or a report came before any ReportDataset.
 	ErrNoDataset = "dataset not reported"
-	// ErrNotLeader: this master is not (or no longer) the one serving; the
-	// client should find the current master and call again.
+	// ErrNotLeader: this master cannot serve the call now: it is not (or no
+	// longer) the leader, it is stopping, or it could not commit the change
+	// to etcd (nothing changed then). The client should find the current
+	// master and call again, with backoff.
 	ErrNotLeader = "master is not serving"
 )
 

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/go/recordio"
+)
+
+// cluster is every process of the run.
+type cluster struct {
+	o        options
+	out      io.Writer
+	rep      *report
+	members  []memberSpec
+	initial  string // the etcd cluster's initial-cluster flag
+	etcd     []*proc
+	masters  map[string]*proc
+	trainers []*proc
+	cli      *clientv3.Client
+	pattern  string
+
+	mu      sync.Mutex
+	serving map[string]string // address -> master name, from the masters' logs
+	events  chan servingEvent
+}
+
+type memberSpec struct{ name, client, peer string }
+
+type servingEvent struct {
+	name string
+	at   time.Time
+}
+
+var servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" ]+)`)
+
+func run(ctx context.Context, o options, out io.Writer) (*report, error) {
+	c := &cluster{o: o, out: out, rep: newReport(), masters: map[string]*proc{}, serving: map[string]string{}, events: make(chan servingEvent, 64)}
+	defer c.stopAll()
+	var err error
+	if c.pattern, err = writeDataset(o); err != nil {
+		return nil, err
+	}
+	if err := c.startEtcd(); err != nil {
+		return nil, err
+	}
+	if c.cli, err = clientv3.New(clientv3.Config{Endpoints: c.endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}); err != nil {
+		return nil, err
+	}
+	defer c.cli.Close()
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watched := c.rep.watch(wctx, c.cli)
+	for i := range 3 {
+		if err := c.startMaster(fmt.Sprintf("master-%d", i)); err != nil {
+			return nil, err
+		}
+	}
+	for i := range o.trainers {
+		if err := c.startTrainer(i, i == 0); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(out, "chaos: %d etcd members, 3 masters, %d trainers, %d records x %d passes, seed %d\n",
+		len(c.members), o.trainers, o.records, o.passes, o.seed)
+	start := time.Now()
+	if err := c.inject(ctx, start); err != nil {
+		return c.rep, err
+	}
+	c.rep.duration = time.Since(start)
+	// Let the watch catch up with the last writes before verifying.
+	time.Sleep(time.Second)
+	stopWatch()
+	<-watched
+	return c.rep, c.rep.verify(c.pattern, o)
+}
+
+func writeDataset(o options) (string, error) {
+	dir := filepath.Join(o.dir, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	per := o.records / o.files
+	for f := range o.files {
+		path := filepath.Join(dir, fmt.Sprintf("part-%03d.recordio", f))
+		record := func(i int) []byte { return fmt.Appendf(nil, "file %03d record %07d of the chaos dataset", f, i) }
+		if err := recordio.WriteFile(path, per, record, recordio.WithMaxChunkBytes(50*len(record(0)))); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Join(dir, "part-*.recordio"), nil
+}
+
+func (c *cluster) endpoints() []string {
+	var eps []string
+	for _, m := range c.members {
+		eps = append(eps, "http://"+m.client)
+	}
+	return eps
+}
+
+func (c *cluster) startEtcd() error {
+	var initial []string
+	for i := range 3 {
+		client, err := etcdembed.FreeLoopbackAddr()
+		if err != nil {
+			return err
+		}
+		peer, err := etcdembed.FreeLoopbackAddr()
+		if err != nil {
+			return err
+		}
+		m := memberSpec{name: fmt.Sprintf("etcd-%d", i), client: client, peer: peer}
+		c.members = append(c.members, m)
+		initial = append(initial, m.name+"=http://"+peer)
+	}
+	c.etcd = make([]*proc, 3)
+	c.initial = strings.Join(initial, ",")
+	ready := make(chan string, 3)
+	for i := range c.members {
+		if err := c.startMember(i, ready); err != nil {
+			return err
+		}
+	}
+	for range c.members {
+		select {
+		case <-ready:
+		case <-time.After(60 * time.Second):
+			return fmt.Errorf("etcd cluster not ready within 60 s (logs in %s)", c.o.dir)
+		}
+	}
+	return nil
+}
+
+func (c *cluster) startMember(i int, ready chan string) error {
+	m := c.members[i]
+	args := []string{"-name", m.name, "-data-dir", filepath.Join(c.o.dir, m.name), "-listen-client", m.client,
+		"-listen-peer", m.peer, "-initial-cluster", c.initial, "-unsafe-no-fsync"}
+	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "etcd-embed"), m.name, args, func(line string) {
+		if strings.HasPrefix(line, "ready ") && ready != nil {
+			ready <- m.name
+		}
+	}, nil)
+	c.etcd[i] = p
+	return err
+}
+
+func (c *cluster) startMaster(name string) error {
+	args := []string{"-endpoints", strings.Join(c.endpoints(), ","), "-addr", "127.0.0.1:0", "-ttl", "2",
+		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
+		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug"}
+	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
+		if m := servingRE.FindStringSubmatch(line); m != nil {
+			c.mu.Lock()
+			c.serving[m[1]] = name
+			c.mu.Unlock()
+			c.events <- servingEvent{name, time.Now()}
+		}
+		if strings.Contains(line, "fenced write rejected") {
+			c.rep.count(&c.rep.rejected)
+		}
+	})
+	c.mu.Lock()
+	c.masters[name] = p
+	c.mu.Unlock()
+	return err
+}
+
+func (c *cluster) startTrainer(i int, report bool) error {
+	args := []string{"-endpoints", strings.Join(c.endpoints(), ","), "-json", "-record-delay", c.o.recordDelay.String(),
+		"-etcd-dial-timeout", "60s"}
+	if report {
+		args = append(args, "-dataset", c.pattern)
+	}
+	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, c.rep.trainerLine, nil)
+	if i < len(c.trainers) {
+		c.trainers[i] = p
+	} else {
+		c.trainers = append(c.trainers, p)
+	}
+	return err
+}
+
+// leader returns the master serving now, from the published address.
+func (c *cluster) leader(ctx context.Context) (string, *proc) {
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := c.cli.Get(rctx, discovery.AddrKey(""))
+	if err != nil || len(resp.Kvs) == 0 {
+		return "", nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := c.serving[string(resp.Kvs[0].Value)]
+	return name, c.masters[name]
+}
+
+// trainingDone reports whether every trainer has exited by itself.
+func (c *cluster) trainingDone() (bool, error) {
+	for _, t := range c.trainers {
+		if !t.exited() {
+			return false, nil
+		}
+		if t.err != nil {
+			return true, fmt.Errorf("%s exited: %v (log in %s)", t.name, t.err, c.o.dir)
+		}
+	}
+	return true, nil
+}
+
+func (c *cluster) stopAll() {
+	for _, t := range c.trainers {
+		t.kill()
+	}
+	for _, m := range c.masters {
+		m.kill()
+	}
+	for _, e := range c.etcd {
+		if e != nil {
+			e.kill()
+		}
+	}
+}
+
+// inject runs the fault schedule until training is done.
+func (c *cluster) inject(ctx context.Context, start time.Time) error {
+	rng := rand.New(rand.NewPCG(uint64(c.o.seed), 7))
+	kinds := []func(context.Context, *rand.Rand) error{c.killLeader, c.stopLeader, c.killTrainer, c.killEtcdMember, c.etcdOutage}
+	for {
+		wait := time.Duration(float64(3*time.Second) * rng.ExpFloat64() / c.o.intensity)
+		deadline := time.Now().Add(max(wait, 200*time.Millisecond))
+		for time.Now().Before(deadline) {
+			if done, err := c.trainingDone(); done || err != nil {
+				return err
+			}
+			if time.Since(start) > c.o.limit {
+				return fmt.Errorf("training not finished after %v (logs in %s)", c.o.limit, c.o.dir)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if err := kinds[rng.IntN(len(kinds))](ctx, rng); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *cluster) drainServing() {
+	for {
+		select {
+		case <-c.events:
+		default:
+			return
+		}
+	}
+}
+
+// awaitFailover waits for a master other than old to start serving.
+func (c *cluster) awaitFailover(old string, since time.Time) {
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case ev := <-c.events:
+			if ev.name != old {
+				c.rep.failover(ev.at.Sub(since))
+				return
+			}
+		case <-timeout:
+			c.rep.note("no failover within 60 s of a fault of " + old)
+			return
+		}
+	}
+}
+
+func (c *cluster) killLeader(ctx context.Context, _ *rand.Rand) error {
+	name, p := c.leader(ctx)
+	if p == nil {
+		return nil
+	}
+	c.drainServing()
+	killed := time.Now()
+	p.kill()
+	c.rep.fault("kill -9 master leader")
+	c.awaitFailover(name, killed)
+	return c.startMaster(name) // back as a standby
+}
+
+func (c *cluster) stopLeader(ctx context.Context, _ *rand.Rand) error {
+	name, p := c.leader(ctx)
+	if p == nil {
+		return nil
+	}
+	c.drainServing()
+	stopped := time.Now()
+	p.signal(syscall.SIGSTOP)
+	c.rep.fault("SIGSTOP master leader past the TTL")
+	c.awaitFailover(name, stopped)
+	time.Sleep(time.Second)
+	p.signal(syscall.SIGCONT)
+	return nil
+}
+
+func (c *cluster) killTrainer(_ context.Context, rng *rand.Rand) error {
+	i := rng.IntN(len(c.trainers))
+	if c.trainers[i].exited() {
+		return nil
+	}
+	c.trainers[i].kill()
+	c.rep.fault("kill -9 trainer")
+	return c.startTrainer(i, false)
+}
+
+func (c *cluster) killEtcdMember(_ context.Context, rng *rand.Rand) error {
+	i := rng.IntN(len(c.etcd))
+	c.etcd[i].kill()
+	c.rep.fault("kill -9 etcd member")
+	time.Sleep(2 * time.Second)
+	return c.startMember(i, nil)
+}
+
+func (c *cluster) etcdOutage(_ context.Context, _ *rand.Rand) error {
+	for _, e := range c.etcd {
+		e.kill()
+	}
+	c.rep.fault("etcd-wide outage (3 s)")
+	time.Sleep(3 * time.Second)
+	for i := range c.etcd {
+		if err := c.startMember(i, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
