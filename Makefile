@@ -4,7 +4,7 @@ PKGS    := ./...
 FUZZTIME ?= 10s
 BIN     := bin
 
-.PHONY: all build test lint bench fuzz demo clean
+.PHONY: all build test lint bench fuzz demo chaos clean
 
 all: build
 
@@ -39,6 +39,12 @@ fuzz:
 # every record of every pass was consumed.
 demo: build
 	$(BIN)/demo -bin $(BIN)
+
+# The fault-injection run by hand, longer than CI's: e.g.
+# make chaos CHAOS_FLAGS='-records 800000 -record-delay 5ms -seed 11'
+CHAOS_FLAGS ?= -seed 1 -intensity 1.5
+chaos: build
+	$(BIN)/chaos -bin $(BIN) $(CHAOS_FLAGS)
 
 clean:
 	rm -rf $(BIN)

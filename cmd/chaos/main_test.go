@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestChaos runs the fault-injection suite at its default intensity on a
+// dataset of 100,000 records: every promise must hold.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a run of a few minutes")
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../master", "../trainer", "../etcd-embed")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	o := options{bin: bin, dir: t.TempDir(), seed: 1, intensity: 1.5, records: 100000, files: 10, passes: 3,
+		trainers: 8, chunkTask: 4, recordDelay: time.Millisecond, limit: 8 * time.Minute}
+	var out bytes.Buffer
+	r, err := run(context.Background(), o, &out)
+	if r != nil {
+		r.print(&out)
+	}
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.verdict(); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.faults) < 4 {
+		t.Fatalf("only %d kinds of fault injected: %v", len(r.faults), r.faults)
+	}
+	if !strings.Contains(out.String(), "lost records                             0") {
+		t.Fatal("the table does not say no record was lost")
+	}
+}
