@@ -31,6 +31,7 @@ type cluster struct {
 	initial  string // the etcd cluster's initial-cluster flag
 	etcd     []*proc
 	masters  map[string]*proc
+	proxies  map[string]*proxy // each master reaches etcd through its own
 	trainers []*proc
 	cli      *clientv3.Client
 	pattern  string
@@ -50,7 +51,8 @@ type servingEvent struct {
 var servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" ]+)`)
 
 func run(ctx context.Context, o options, out io.Writer) (*report, error) {
-	c := &cluster{o: o, out: out, rep: newReport(), masters: map[string]*proc{}, serving: map[string]string{}, events: make(chan servingEvent, 64)}
+	c := &cluster{o: o, out: out, rep: newReport(), masters: map[string]*proc{}, proxies: map[string]*proxy{},
+		serving: map[string]string{}, events: make(chan servingEvent, 64)}
 	defer c.stopAll()
 	var err error
 	if c.pattern, err = writeDataset(o); err != nil {
@@ -161,7 +163,19 @@ func (c *cluster) startMember(i int, ready chan string) error {
 }
 
 func (c *cluster) startMaster(name string) error {
-	args := []string{"-endpoints", strings.Join(c.endpoints(), ","), "-addr", "127.0.0.1:0", "-ttl", "2",
+	px := c.proxies[name]
+	if px == nil {
+		var targets []string
+		for _, m := range c.members {
+			targets = append(targets, m.client)
+		}
+		var err error
+		if px, err = newProxy(targets); err != nil {
+			return err
+		}
+		c.proxies[name] = px
+	}
+	args := []string{"-endpoints", "http://" + px.addr(), "-addr", "127.0.0.1:0", "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
 		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug"}
 	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
@@ -224,6 +238,11 @@ func (c *cluster) trainingDone() (bool, error) {
 }
 
 func (c *cluster) stopAll() {
+	defer func() {
+		for _, px := range c.proxies {
+			px.close()
+		}
+	}()
 	for _, t := range c.trainers {
 		t.kill()
 	}
@@ -240,7 +259,7 @@ func (c *cluster) stopAll() {
 // inject runs the fault schedule until training is done.
 func (c *cluster) inject(ctx context.Context, start time.Time) error {
 	rng := rand.New(rand.NewPCG(uint64(c.o.seed), 7))
-	kinds := []func(context.Context, *rand.Rand) error{c.killLeader, c.stopLeader, c.killTrainer, c.killEtcdMember, c.etcdOutage}
+	kinds := []func(context.Context, *rand.Rand) error{c.killLeader, c.stopLeader, c.cutLeader, c.killTrainer, c.killEtcdMember, c.etcdOutage}
 	for {
 		wait := time.Duration(float64(3*time.Second) * rng.ExpFloat64() / c.o.intensity)
 		deadline := time.Now().Add(max(wait, 200*time.Millisecond))
@@ -315,6 +334,23 @@ func (c *cluster) stopLeader(ctx context.Context, _ *rand.Rand) error {
 	c.awaitFailover(name, stopped)
 	time.Sleep(time.Second)
 	p.signal(syscall.SIGCONT)
+	return nil
+}
+
+// cutLeader cuts the leader off etcd (its proxy drops every connection)
+// until a standby has taken over, then mends the link.
+func (c *cluster) cutLeader(ctx context.Context, _ *rand.Rand) error {
+	name, p := c.leader(ctx)
+	if p == nil {
+		return nil
+	}
+	c.drainServing()
+	cut := time.Now()
+	c.proxies[name].setCut(true)
+	c.rep.fault("network cut between leader and etcd")
+	c.awaitFailover(name, cut)
+	time.Sleep(time.Second)
+	c.proxies[name].setCut(false)
 	return nil
 }
 
