@@ -19,6 +19,7 @@ import (
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/go/proc"
 	"github.com/trainmaster/master/go/recordio"
 )
 
@@ -29,10 +30,10 @@ type cluster struct {
 	rep      *report
 	members  []memberSpec
 	initial  string // the etcd cluster's initial-cluster flag
-	etcd     []*proc
-	masters  map[string]*proc
+	etcd     []*proc.Proc
+	masters  map[string]*proc.Proc
 	proxies  map[string]*proxy // each master reaches etcd through its own
-	trainers []*proc
+	trainers []*proc.Proc
 	cli      *clientv3.Client
 	pattern  string
 
@@ -51,7 +52,7 @@ type servingEvent struct {
 var servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" ]+)`)
 
 func run(ctx context.Context, o options, out io.Writer) (*report, error) {
-	c := &cluster{o: o, out: out, rep: newReport(), masters: map[string]*proc{}, proxies: map[string]*proxy{},
+	c := &cluster{o: o, out: out, rep: newReport(), masters: map[string]*proc.Proc{}, proxies: map[string]*proxy{},
 		serving: map[string]string{}, events: make(chan servingEvent, 64)}
 	defer c.stopAll()
 	var err error
@@ -131,7 +132,7 @@ func (c *cluster) startEtcd() error {
 		c.members = append(c.members, m)
 		initial = append(initial, m.name+"=http://"+peer)
 	}
-	c.etcd = make([]*proc, 3)
+	c.etcd = make([]*proc.Proc, 3)
 	c.initial = strings.Join(initial, ",")
 	ready := make(chan string, 3)
 	for i := range c.members {
@@ -153,7 +154,7 @@ func (c *cluster) startMember(i int, ready chan string) error {
 	m := c.members[i]
 	args := []string{"-name", m.name, "-data-dir", filepath.Join(c.o.dir, m.name), "-listen-client", m.client,
 		"-listen-peer", m.peer, "-initial-cluster", c.initial, "-unsafe-no-fsync"}
-	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "etcd-embed"), m.name, args, func(line string) {
+	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "etcd-embed"), m.name, args, func(line string) {
 		if strings.HasPrefix(line, "ready ") && ready != nil {
 			ready <- m.name
 		}
@@ -178,7 +179,7 @@ func (c *cluster) startMaster(name string) error {
 	args := []string{"-endpoints", "http://" + px.addr(), "-addr", "127.0.0.1:0", "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
 		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug"}
-	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
+	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
 		if m := servingRE.FindStringSubmatch(line); m != nil {
 			c.mu.Lock()
 			c.serving[m[1]] = name
@@ -201,7 +202,7 @@ func (c *cluster) startTrainer(i int, report bool) error {
 	if report {
 		args = append(args, "-dataset", c.pattern)
 	}
-	p, err := startProc(c.o.dir, filepath.Join(c.o.bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, c.rep.trainerLine, nil)
+	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, c.rep.trainerLine, nil)
 	if i < len(c.trainers) {
 		c.trainers[i] = p
 	} else {
@@ -211,7 +212,7 @@ func (c *cluster) startTrainer(i int, report bool) error {
 }
 
 // leader returns the master serving now, from the published address.
-func (c *cluster) leader(ctx context.Context) (string, *proc) {
+func (c *cluster) leader(ctx context.Context) (string, *proc.Proc) {
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	resp, err := c.cli.Get(rctx, discovery.AddrKey(""))
@@ -227,11 +228,11 @@ func (c *cluster) leader(ctx context.Context) (string, *proc) {
 // trainingDone reports whether every trainer has exited by itself.
 func (c *cluster) trainingDone() (bool, error) {
 	for _, t := range c.trainers {
-		if !t.exited() {
+		if !t.Exited() {
 			return false, nil
 		}
-		if t.err != nil {
-			return true, fmt.Errorf("%s exited: %v (log in %s)", t.name, t.err, c.o.dir)
+		if err := t.Err(); err != nil {
+			return true, fmt.Errorf("%s exited: %v (log in %s)", t.Name, err, t.Log)
 		}
 	}
 	return true, nil
@@ -244,14 +245,14 @@ func (c *cluster) stopAll() {
 		}
 	}()
 	for _, t := range c.trainers {
-		t.kill()
+		t.Kill()
 	}
 	for _, m := range c.masters {
-		m.kill()
+		m.Kill()
 	}
 	for _, e := range c.etcd {
 		if e != nil {
-			e.kill()
+			e.Kill()
 		}
 	}
 }
@@ -316,7 +317,7 @@ func (c *cluster) killLeader(ctx context.Context, _ *rand.Rand) error {
 	}
 	c.drainServing()
 	killed := time.Now()
-	p.kill()
+	p.Kill()
 	c.rep.fault("kill -9 master leader")
 	c.awaitFailover(name, killed)
 	return c.startMaster(name) // back as a standby
@@ -329,11 +330,11 @@ func (c *cluster) stopLeader(ctx context.Context, _ *rand.Rand) error {
 	}
 	c.drainServing()
 	stopped := time.Now()
-	p.signal(syscall.SIGSTOP)
+	p.Signal(syscall.SIGSTOP)
 	c.rep.fault("SIGSTOP master leader past the TTL")
 	c.awaitFailover(name, stopped)
 	time.Sleep(time.Second)
-	p.signal(syscall.SIGCONT)
+	p.Signal(syscall.SIGCONT)
 	return nil
 }
 
@@ -356,17 +357,17 @@ func (c *cluster) cutLeader(ctx context.Context, _ *rand.Rand) error {
 
 func (c *cluster) killTrainer(_ context.Context, rng *rand.Rand) error {
 	i := rng.IntN(len(c.trainers))
-	if c.trainers[i].exited() {
+	if c.trainers[i].Exited() {
 		return nil
 	}
-	c.trainers[i].kill()
+	c.trainers[i].Kill()
 	c.rep.fault("kill -9 trainer")
 	return c.startTrainer(i, false)
 }
 
 func (c *cluster) killEtcdMember(_ context.Context, rng *rand.Rand) error {
 	i := rng.IntN(len(c.etcd))
-	c.etcd[i].kill()
+	c.etcd[i].Kill()
 	c.rep.fault("kill -9 etcd member")
 	time.Sleep(2 * time.Second)
 	return c.startMember(i, nil)
@@ -374,7 +375,7 @@ func (c *cluster) killEtcdMember(_ context.Context, rng *rand.Rand) error {
 
 func (c *cluster) etcdOutage(_ context.Context, _ *rand.Rand) error {
 	for _, e := range c.etcd {
-		e.kill()
+		e.Kill()
 	}
 	c.rep.fault("etcd-wide outage (3 s)")
 	time.Sleep(3 * time.Second)

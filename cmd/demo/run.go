@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/rpc"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,6 +20,7 @@ import (
 	"github.com/trainmaster/master/go/dataset"
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/go/proc"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 )
@@ -57,9 +54,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer cli.Close()
 	fmt.Fprintf(out, "embedded etcd serving on %s\n", endpoints)
 
-	masters := &cluster{o: o, dir: dir, endpoints: endpoints, out: out}
+	masters := &cluster{o: o, dir: dir, endpoints: endpoints, out: out, masters: map[string]*proc.Proc{}, serving: make(chan string, 8)}
 	for _, name := range []string{"A", "B"} {
-		if err := masters.start(ctx, name); err != nil {
+		if err := masters.start(name); err != nil {
 			return err
 		}
 	}
@@ -67,7 +64,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	fmt.Fprintln(out, "masters A and B started: one leads, the other stands by")
 
 	results := &consumed{tasks: map[[2]int][]taskLine{}}
-	trainers := make([]*process, o.trainers)
+	trainers := make([]*proc.Proc, o.trainers)
 	for i := range trainers {
 		args := []string{"-endpoints", endpoints, "-dataset", pattern, "-json", "-record-delay", o.recordDelay.String()}
 		switch i {
@@ -76,10 +73,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		case 1:
 			args = append(args, "-fail-after", "2") // its 2nd task is reported failed
 		}
-		if trainers[i], err = startTrainer(ctx, o.bin, args, filepath.Join(dir, fmt.Sprintf("trainer-%d.log", i)), results); err != nil {
+		if trainers[i], err = startTrainer(dir, o.bin, i, args, results); err != nil {
 			return err
 		}
-		defer trainers[i].kill()
+		defer trainers[i].Stop(5 * time.Second)
 	}
 	fmt.Fprintf(out, "%d trainers started: trainer 0 will stall on its 3rd task, trainer 1 will fail its 2nd\n", o.trainers)
 
@@ -87,11 +84,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	for i, t := range trainers[1:] {
-		if err := t.wait(30 * time.Second); err != nil {
-			return fmt.Errorf("trainer %d: %w (log in %s)", i+1, err, t.log)
+		if err := t.Wait(30 * time.Second); err != nil {
+			return fmt.Errorf("trainer %d: %w (log in %s)", i+1, err, t.Log)
 		}
 	}
-	trainers[0].kill() // the staller is still stuck in its stall
+	trainers[0].Stop(5 * time.Second) // the staller is still stuck in its stall
 	return verify(pattern, o.chunkTask, o.passes, results, out)
 }
 
@@ -113,30 +110,6 @@ func writeSample(dir string, files, records int) (string, error) {
 	return filepath.Join(data, "part-*.recordio"), nil
 }
 
-// process is a child process of the demo.
-type process struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan error
-}
-
-func (p *process) wait(limit time.Duration) error {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return err
-	case <-time.After(limit):
-		return fmt.Errorf("still running after %v", limit)
-	}
-}
-
-func (p *process) kill() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if p.wait(5*time.Second) != nil {
-		p.cmd.Process.Kill()
-	}
-}
-
 // cluster is the demo's master processes.
 type cluster struct {
 	o         options
@@ -145,58 +118,34 @@ type cluster struct {
 	out       io.Writer
 
 	mu      sync.Mutex
-	masters map[string]*process
-	leader  string    // name of the master that serves, as its log says
-	since   time.Time // when it started serving
+	masters map[string]*proc.Proc
+	leader  string // name of the master that serves, as its log says
 	serving chan string
 }
 
-var addrField = regexp.MustCompile(`addr="?([^" ]+)`)
-
 // start starts master name and relays its decisions (info lines and above)
 // to the output.
-func (c *cluster) start(ctx context.Context, name string) error {
-	logPath := filepath.Join(c.dir, "master-"+name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(c.o.bin, "master"), "-addr", "127.0.0.1:0",
-		"-endpoints", c.endpoints, "-ttl", "2",
+func (c *cluster) start(name string) error {
+	args := []string{"-addr", "127.0.0.1:0", "-endpoints", c.endpoints, "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
-		"-task-timeout-min", c.o.timeoutMin.String(), "-log-level", "info")
-	stderr, err := cmd.StderrPipe()
+		"-task-timeout-min", c.o.timeoutMin.String(), "-log-level", "info"}
+	p, err := proc.Start(c.dir, filepath.Join(c.o.bin, "master"), "master-"+name, args, nil, func(line string) {
+		if strings.Contains(line, "leading: serving trainers") {
+			c.mu.Lock()
+			c.leader = name
+			c.mu.Unlock()
+			c.serving <- name
+		}
+		if interesting(line) {
+			fmt.Fprintf(c.out, "  master %s | %s\n", name, line)
+		}
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (build the binaries with make build)", err)
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start master: %w (build it with make build)", err)
-	}
-	p := &process{cmd: cmd, log: logPath, done: make(chan error, 1)}
 	c.mu.Lock()
-	if c.masters == nil {
-		c.masters, c.serving = map[string]*process{}, make(chan string, 8)
-	}
 	c.masters[name] = p
 	c.mu.Unlock()
-	go func() {
-		lines := bufio.NewScanner(stderr)
-		for lines.Scan() {
-			line := lines.Text()
-			fmt.Fprintln(logFile, line)
-			if strings.Contains(line, "leading: serving trainers") {
-				c.mu.Lock()
-				c.leader, c.since = name, time.Now()
-				c.mu.Unlock()
-				c.serving <- name
-			}
-			if interesting(line) {
-				fmt.Fprintf(c.out, "  master %s | %s\n", name, line)
-			}
-		}
-		logFile.Close()
-		p.done <- cmd.Wait()
-	}()
 	return nil
 }
 
@@ -215,10 +164,9 @@ func (c *cluster) failover(ctx context.Context) error {
 	c.mu.Lock()
 	name, p := c.leader, c.masters[c.leader]
 	c.mu.Unlock()
-	fmt.Fprintf(c.out, "killing master %s (pid %d), the leader, with SIGKILL in the middle of the pass\n", name, p.cmd.Process.Pid)
+	fmt.Fprintf(c.out, "killing master %s (pid %d), the leader, with SIGKILL in the middle of the pass\n", name, p.Pid())
 	killed := time.Now()
-	p.cmd.Process.Kill()
-	p.wait(5 * time.Second)
+	p.Kill()
 	for timeout := time.After(30 * time.Second); ; {
 		select {
 		case next := <-c.serving:
@@ -232,14 +180,14 @@ func (c *cluster) failover(ctx context.Context) error {
 		break
 	}
 	fmt.Fprintf(c.out, "master %s restarted as a standby\n", name)
-	return c.start(ctx, name)
+	return c.start(name)
 }
 
 func (c *cluster) stop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.masters {
-		p.kill()
+		p.Stop(5 * time.Second)
 	}
 }
 
@@ -257,34 +205,18 @@ type consumed struct {
 	tasks map[[2]int][]taskLine
 }
 
-func startTrainer(ctx context.Context, bin string, args []string, logPath string, results *consumed) (*process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "trainer"), args...)
-	cmd.Stderr = logFile
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start trainer: %w (build it with make build)", err)
-	}
-	p := &process{cmd: cmd, log: logPath, done: make(chan error, 1)}
-	go func() {
-		lines := bufio.NewScanner(stdout)
-		for lines.Scan() {
-			var l taskLine
-			if json.Unmarshal(lines.Bytes(), &l) == nil && l.Task != nil {
-				results.mu.Lock()
-				results.tasks[[2]int{l.Pass, *l.Task}] = append(results.tasks[[2]int{l.Pass, *l.Task}], l)
-				results.mu.Unlock()
-			}
+func startTrainer(dir, bin string, i int, args []string, results *consumed) (*proc.Proc, error) {
+	p, err := proc.Start(dir, filepath.Join(bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, func(line string) {
+		var l taskLine
+		if json.Unmarshal([]byte(line), &l) == nil && l.Task != nil {
+			results.mu.Lock()
+			results.tasks[[2]int{l.Pass, *l.Task}] = append(results.tasks[[2]int{l.Pass, *l.Task}], l)
+			results.mu.Unlock()
 		}
-		p.done <- cmd.Wait()
-		logFile.Close()
-	}()
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w (build the binaries with make build)", err)
+	}
 	return p, nil
 }
 
