@@ -191,6 +191,7 @@ func TestDeposedLeaderIsFenced(t *testing.T) {
 	b.awaitLog("standing by", 20*time.Second)
 
 	a.signal(syscall.SIGSTOP)
+	a.awaitState('T') // stopped for sure before the call below is sent
 	// A call to the stopped leader: the kernel takes the connection, the
 	// process answers only once resumed.
 	held := make(chan error, 1)

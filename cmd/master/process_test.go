@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net/rpc"
 	"os"
@@ -93,6 +94,23 @@ func (p *proc) logText() string {
 func (p *proc) signal(sig syscall.Signal) {
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatal(err)
+	}
+}
+
+// awaitState waits until the kernel reports the process in state (from
+// /proc/PID/stat: 'T' is stopped): a signal is delivered asynchronously.
+func (p *proc) awaitState(state byte) {
+	p.t.Helper()
+	path := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(path)
+		// The state follows the command name, which is in parentheses.
+		if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) && b[i+2] == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("process %d not in state %c after 5 s", p.cmd.Process.Pid, state)
+		}
 	}
 }
 
