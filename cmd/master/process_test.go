@@ -79,10 +79,20 @@ func startMaster(t *testing.T, args ...string) *proc {
 		cmd.Process.Kill()
 		<-p.exited
 		if t.Failed() {
-			t.Logf("log of master %d:\n%s", cmd.Process.Pid, p.logText())
+			t.Logf("log of master %d:\n%s", cmd.Process.Pid, lastLines(p.logText(), 40))
 		}
 	})
 	return p
+}
+
+// lastLines keeps the end of a failed test's log short, so that the
+// failure itself stays in view above it when CI shows only the tail.
+func lastLines(text string, n int) string {
+	lines := strings.SplitAfter(text, "\n")
+	if len(lines) <= n {
+		return text
+	}
+	return fmt.Sprintf("(%d lines before these)\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "")
 }
 
 func (p *proc) logText() string {
@@ -121,9 +131,9 @@ func (p *proc) awaitServing(limit time.Duration) string {
 	case addr := <-p.serving:
 		return addr
 	case <-p.exited:
-		p.t.Fatalf("master exited:\n%s", p.logText())
+		p.t.Fatal("master exited before serving")
 	case <-time.After(limit):
-		p.t.Fatalf("master not serving after %v:\n%s", limit, p.logText())
+		p.t.Fatalf("master not serving after %v", limit)
 	}
 	return ""
 }
@@ -133,7 +143,7 @@ func (p *proc) awaitLog(text string, limit time.Duration) {
 	p.t.Helper()
 	for deadline := time.Now().Add(limit); !strings.Contains(p.logText(), text); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			p.t.Fatalf("no %q in the log after %v:\n%s", text, limit, p.logText())
+			p.t.Fatalf("no %q in the log after %v", text, limit)
 		}
 	}
 }
