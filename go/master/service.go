@@ -24,6 +24,10 @@ type Config struct {
 	Log           logrus.FieldLogger
 	// CommitTimeout bounds one Store call; default 10s.
 	CommitTimeout time.Duration
+	// GroupRecords caps the task entries of changes committed together in
+	// one Store call; default 100, so that a group fits one etcd
+	// transaction (128 operations by default) with the pass key.
+	GroupRecords int
 	// Lost is called, once and from its own goroutine, when the Store
 	// reports ErrNotLeader: the service has already stopped answering.
 	Lost func(error)
@@ -34,8 +38,11 @@ type Config struct {
 // of its state and answers every call with wire.ErrNotLeader.
 var ErrNotLeader = errors.New("master: leadership lost")
 
-// DefaultChunksPerTask is the default of Config.ChunksPerTask.
-const DefaultChunksPerTask = 10
+// Defaults of Config.
+const (
+	DefaultChunksPerTask = 10
+	DefaultGroupRecords  = 100
+)
 
 // Service is the master's state and the operations of the wire contract.
 type Service struct {
@@ -48,6 +55,10 @@ type Service struct {
 	stale   bool // a commit failed: reload before the next operation
 	timer   Timer
 	closed  bool
+
+	groups     []*group // changes waiting for the committer, oldest first
+	newest     *group   // the group of the last change, until it is durable
+	committing bool     // a commitGroups goroutine is running
 }
 
 // New returns a Service; Restore loads any state the store already holds.
@@ -69,6 +80,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.CommitTimeout == 0 {
 		cfg.CommitTimeout = 10 * time.Second
+	}
+	if cfg.GroupRecords <= 0 {
+		cfg.GroupRecords = DefaultGroupRecords
 	}
 	if _, err := taskqueue.New(cfg.Queue, 1, func(int) int64 { return 1 }); err != nil {
 		return nil, err // the queue configuration is checked up front
@@ -113,6 +127,7 @@ func (s *Service) Close() {
 func (s *Service) stopLocked() {
 	s.closed = true
 	s.ds, s.q = nil, nil
+	s.failGroups(errors.New(wire.ErrNotLeader))
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
@@ -167,127 +182,148 @@ func (s *Service) checkReported(patterns []string) (bool, error) {
 	return true, nil
 }
 
-// GetTask records the finish it carries, if any, then hands out a task.
+// GetTask records the finish it carries, if any, then hands out a task;
+// both changes are committed together before it replies.
 func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.readyWithDataset(ctx); err != nil {
+		s.mu.Unlock()
 		return wire.Task{}, err
 	}
+	var ch taskqueue.Change
+	var logs []func()
 	if finished.Epoch != 0 {
-		if _, err := s.finish(ctx, finished); err != nil {
+		_, fch, log, err := s.finish(finished)
+		if err != nil {
+			s.mu.Unlock()
 			return wire.Task{}, err
 		}
+		ch, logs = fch, append(logs, log)
 	}
+	task, dch, log, err := s.dispatch()
+	if err == nil {
+		ch, logs = ch.Merge(dch), append(logs, log)
+	}
+	if werr := s.await(ch); werr != nil {
+		return wire.Task{}, werr
+	}
+	for _, log := range logs {
+		log()
+	}
+	return task, err
+}
+
+// dispatch hands out a task in memory; it returns the reply, the change and
+// what to log once the change is durable.
+func (s *Service) dispatch() (wire.Task, taskqueue.Change, func(), error) {
 	task, epoch, ch, err := s.q.Dispatch(s.cfg.Clock.Now())
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
-		return wire.Task{}, errors.New(wire.ErrNoTask)
+		return wire.Task{}, ch, nil, errors.New(wire.ErrNoTask)
 	case errors.Is(err, taskqueue.ErrAllDone):
-		return wire.Task{}, errors.New(wire.ErrAllDone)
+		return wire.Task{}, ch, nil, errors.New(wire.ErrAllDone)
 	case err != nil:
-		return wire.Task{}, err
-	}
-	if err := s.commit(ctx, ch); err != nil {
-		return wire.Task{}, err
+		return wire.Task{}, ch, nil, err
 	}
 	e := s.q.Entry(task)
-	s.cfg.Log.WithFields(logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(),
-		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}).Debug("task dispatched")
-	return wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task)}, nil
+	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(),
+		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
+	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task)}
+	return reply, ch, func() { s.cfg.Log.WithFields(fields).Debug("task dispatched") }, nil
 }
 
 // TaskFinished records a finish report.
 func (s *Service) TaskFinished(ctx context.Context, t wire.Task) (wire.Report, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.readyWithDataset(ctx); err != nil {
+		s.mu.Unlock()
 		return 0, err
 	}
-	return s.finish(ctx, t)
+	rep, ch, log, err := s.finish(t)
+	return s.reply(rep, ch, log, err)
 }
 
 // TaskFailed records a failure report.
 func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err := s.readyWithDataset(ctx); err != nil {
+		s.mu.Unlock()
 		return 0, err
 	}
 	rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
-	if err != nil {
-		return 0, err
+	if err != nil || rep != wire.Recorded {
+		fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": t.Error}
+		return s.reply(rep, ch, func() { s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep) }, err)
 	}
-	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": t.Error}
-	if rep != wire.Recorded {
-		s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep)
-		return rep, nil
-	}
-	if err := s.commit(ctx, ch); err != nil {
-		return 0, err
-	}
-	s.logRetry(ch.Records[0], "task failed")
-	s.logPass(ch)
-	return wire.Recorded, nil
+	return s.reply(rep, ch, s.changeLog(ch, "task failed"), nil)
 }
 
-func (s *Service) finish(ctx context.Context, t wire.Task) (wire.Report, error) {
+// finish records a finish report in memory; it returns the report, the
+// change and what to log once the change is durable.
+func (s *Service) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), error) {
 	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, s.cfg.Clock.Now())
+	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}
+	if err != nil || rep != wire.Recorded {
+		return rep, ch, func() { s.cfg.Log.WithFields(fields).Debugf("finish report ignored: %v", rep) }, err
+	}
+	pass := s.passLog(ch)
+	return rep, ch, func() {
+		s.cfg.Log.WithFields(fields).Debug("task finished")
+		pass()
+	}, nil
+}
+
+// reply answers a report once its change is durable; it is called with
+// s.mu held and releases it. A report refused with an error changed
+// nothing.
+func (s *Service) reply(rep wire.Report, ch taskqueue.Change, log func(), err error) (wire.Report, error) {
 	if err != nil {
+		s.mu.Unlock()
 		return 0, err
 	}
-	if rep != wire.Recorded {
-		s.cfg.Log.WithFields(logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}).
-			Debugf("finish report ignored: %v", rep)
-		return rep, nil
-	}
-	if err := s.commit(ctx, ch); err != nil {
+	if err := s.await(ch); err != nil {
 		return 0, err
 	}
-	s.cfg.Log.WithFields(logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}).Debug("task finished")
-	s.logPass(ch)
-	return wire.Recorded, nil
+	log()
+	return rep, nil
+}
+
+// await commits a change made under s.mu, releases the lock and waits
+// until the change, and everything the caller saw in memory, is durable.
+func (s *Service) await(ch taskqueue.Change) error {
+	g := s.enqueue(ch)
+	s.rearm()
+	s.mu.Unlock()
+	return g.wait()
 }
 
 // expire is the timer's callback.
 func (s *Service) expire() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || s.stale || s.q == nil {
+		s.mu.Unlock()
 		return
 	}
 	expired, ch := s.q.Expire(s.cfg.Clock.Now())
 	if len(expired) == 0 {
 		s.rearm()
+		s.mu.Unlock()
 		return
 	}
-	if err := s.commit(context.Background(), ch); err != nil {
+	log := s.changeLog(ch, "task timed out")
+	if err := s.await(ch); err != nil {
 		s.cfg.Log.WithError(err).Error("cannot commit task timeouts; will reload the state")
 		return
 	}
-	for _, r := range ch.Records {
-		s.logRetry(r, "task timed out")
-	}
-	s.logPass(ch)
-}
-
-// commit makes a change durable; on failure the state is reloaded before the
-// next operation. It re-arms the expiry timer either way.
-func (s *Service) commit(ctx context.Context, ch taskqueue.Change) error {
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
-	defer cancel()
-	if err := s.cfg.Store.Commit(cctx, ch); err != nil {
-		return s.storeFailed(errors.Wrap(err, "master: commit queue change"))
-	}
-	s.rearm()
-	return nil
+	log()
 }
 
 // storeFailed handles a failed Store write: after a lost leadership the
 // service stops; after any other failure it reloads before the next call.
+// Called with s.mu held.
 func (s *Service) storeFailed(err error) error {
 	if !errors.Is(err, ErrNotLeader) {
-		s.cfg.Log.WithError(err).Error("store write failed; the caller gets the error and the state is reloaded before the next call")
+		s.cfg.Log.WithError(err).Error("store write failed; the callers get the error and the state is reloaded before the next call")
 		s.stale = true
 		// Clients retry on this text: the master cannot serve the call now.
 		return errors.Errorf("%s: %v", wire.ErrNotLeader, err)
@@ -337,25 +373,40 @@ func (s *Service) rearm() {
 	}
 }
 
-func (s *Service) logRetry(r taskqueue.Record, what string) {
-	fields := logrus.Fields{"task": r.Index, "pass": r.Pass, "timeouts": r.Timeouts, "reason": r.Error}
-	if r.Queue == taskqueue.Failed {
-		fields["blocks"] = s.ds.Blocks(r.Index)
-		s.cfg.Log.WithFields(fields).Warnf("%s too often; discarded for this pass", what)
-		return
+// changeLog returns what to log once a change that sent tasks back to Todo
+// or discarded them is durable; it reads the state now, under s.mu.
+func (s *Service) changeLog(ch taskqueue.Change, what string) func() {
+	var logs []func()
+	for _, r := range ch.Records {
+		fields := logrus.Fields{"task": r.Index, "pass": r.Pass, "timeouts": r.Timeouts, "reason": r.Error}
+		if r.Queue == taskqueue.Failed {
+			fields["blocks"] = s.ds.Blocks(r.Index)
+			logs = append(logs, func() { s.cfg.Log.WithFields(fields).Warnf("%s too often; discarded for this pass", what) })
+			continue
+		}
+		logs = append(logs, func() { s.cfg.Log.WithFields(fields).Infof("%s; back in todo", what) })
 	}
-	s.cfg.Log.WithFields(fields).Infof("%s; back in todo", what)
+	logs = append(logs, s.passLog(ch))
+	return func() {
+		for _, log := range logs {
+			log()
+		}
+	}
 }
 
-func (s *Service) logPass(ch taskqueue.Change) {
-	if !ch.PassChanged {
-		return
+// passLog returns what to log once a change that may have ended a pass is
+// durable; it reads the state now, under s.mu.
+func (s *Service) passLog(ch taskqueue.Change) func() {
+	switch {
+	case !ch.PassChanged:
+		return func() {}
+	case s.q.AllDone():
+		passes := s.q.Passes()
+		return func() { s.cfg.Log.WithField("passes", passes).Info("pass finished; all passes done") }
 	}
-	if s.q.AllDone() {
-		s.cfg.Log.WithField("passes", s.q.Passes()).Info("pass finished; all passes done")
-		return
+	return func() {
+		s.cfg.Log.WithField("pass", ch.Pass).Infof("pass %d finished; pass %d started", ch.Pass-1, ch.Pass)
 	}
-	s.cfg.Log.WithField("pass", ch.Pass).Infof("pass %d finished; pass %d started", ch.Pass-1, ch.Pass)
 }
 
 func (s *Service) progress() logrus.Fields {

@@ -15,12 +15,15 @@ type Snapshot struct {
 	Records []taskqueue.Record
 }
 
-// Store keeps the queue state durable. Every method is called with the
-// service's lock held, one at a time.
+// Store keeps the queue state durable. The service calls its methods one
+// at a time: Commit in the order the changes were made, SaveDataset and
+// Load only while no commit is in flight.
 type Store interface {
 	// SaveDataset records an accepted dataset, at pass 0 with no entries.
 	SaveDataset(ctx context.Context, ds *dataset.Dataset) error
-	// Commit records one change of the queues.
+	// Commit records a change of the queues: one operation's, or several
+	// merged (taskqueue.Change.Merge) of at most Config.GroupRecords
+	// entries, unless one operation alone changed more.
 	Commit(ctx context.Context, ch taskqueue.Change) error
 	// Load returns what was saved and committed.
 	Load(ctx context.Context) (*Snapshot, error)

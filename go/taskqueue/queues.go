@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
@@ -61,6 +62,22 @@ type Change struct {
 
 // Empty reports whether the change changed nothing.
 func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
+
+// Merge folds a later change into c, so that committing c has the effect of
+// committing both in order: a task touched by both keeps its later entry,
+// in the place of its first. It returns the merged change.
+func (c Change) Merge(later Change) Change {
+	c.Pass = later.Pass
+	c.PassChanged = c.PassChanged || later.PassChanged
+	for _, r := range later.Records {
+		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {
+			c.Records[i] = r
+			continue
+		}
+		c.Records = append(c.Records, r)
+	}
+	return c
+}
 
 // Errors of the operations. Reports that change nothing are not errors: they
 // return a wire.Report saying why.

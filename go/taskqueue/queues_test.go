@@ -429,3 +429,60 @@ func TestFirstWaveGetsTheAdaptiveTimeout(t *testing.T) {
 		t.Fatalf("expired %v at 9 s, want the stalled task %d", exp, stalled)
 	}
 }
+
+// TestMergedChangesRestoreTheSameQueues: committing a merged change leaves
+// the store as committing its parts in order would, through a pass end.
+func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
+	q := newQueues(t, Config{Passes: 3, MaxTimeouts: 1}, 3)
+	var changes []Change
+	keep := func(ch Change) { changes = append(changes, ch) }
+	for range 2 { // two passes, with a failure, a retry and a timeout
+		a, ea, ch, _ := q.Dispatch(t0)
+		keep(ch)
+		b, eb, ch, _ := q.Dispatch(t0)
+		keep(ch)
+		_, ch, _ = q.Fail(a, q.Pass(), ea, "bad block")
+		keep(ch)
+		_, ch, _ = q.Finish(b, q.Pass(), eb, t0)
+		keep(ch)
+		for pass := q.Pass(); q.Pass() == pass; {
+			task, epoch, ch, err := q.Dispatch(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep(ch)
+			_, ch, _ = q.Finish(task, pass, epoch, t0)
+			keep(ch)
+		}
+	}
+	_, _, ch, _ := q.Dispatch(t0)
+	keep(ch)
+	_, ch = q.Expire(t0.Add(time.Hour))
+	keep(ch)
+
+	apply := func(store map[int]Entry, ch Change) int {
+		for _, r := range ch.Records {
+			store[r.Index] = r.Entry
+		}
+		return ch.Pass
+	}
+	one, merged := map[int]Entry{}, map[int]Entry{}
+	var onePass int
+	var all Change
+	for _, ch := range changes {
+		onePass = apply(one, ch)
+		all = all.Merge(ch)
+	}
+	mergedPass := apply(merged, all)
+	if !all.PassChanged || mergedPass != onePass || onePass != 2 {
+		t.Fatalf("merged pass %d (changed %v), one by one %d", mergedPass, all.PassChanged, onePass)
+	}
+	if len(all.Records) != 3 {
+		t.Fatalf("merged change has %d records for 3 tasks", len(all.Records))
+	}
+	for task, e := range one {
+		if merged[task] != e {
+			t.Errorf("task %d: merged %+v, one by one %+v", task, merged[task], e)
+		}
+	}
+}

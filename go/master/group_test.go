@@ -1,0 +1,165 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/go/wire"
+)
+
+// gateStore holds each commit until the test lets it through, and records
+// the size of every commit.
+type gateStore struct {
+	*MemoryStore
+	entered chan taskqueue.Change // a commit has started
+	release chan error            // its outcome
+}
+
+func newGateStore() *gateStore {
+	return &gateStore{MemoryStore: NewMemoryStore(), entered: make(chan taskqueue.Change), release: make(chan error)}
+}
+
+func (g *gateStore) Commit(ctx context.Context, ch taskqueue.Change) error {
+	g.entered <- ch
+	if err := <-g.release; err != nil {
+		return err
+	}
+	return g.MemoryStore.Commit(ctx, ch)
+}
+
+type result struct {
+	task wire.Task
+	err  error
+}
+
+// getTasks starts n GetTask calls and returns where their results arrive.
+func getTasks(s *Service, n int) chan result {
+	out := make(chan result, n)
+	for range n {
+		go func() {
+			task, err := s.GetTask(ctx, wire.Task{})
+			out <- result{task, err}
+		}()
+	}
+	return out
+}
+
+// assertNoReply fails if a call replied: nothing it was told is durable yet.
+func assertNoReply(t *testing.T, out chan result) {
+	t.Helper()
+	select {
+	case r := <-out:
+		t.Fatalf("a call replied before its change was committed: %+v", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func startGated(t *testing.T, tasks int) (*Service, *gateStore) {
+	t.Helper()
+	store := newGateStore()
+	s, _ := newService(t, Config{ChunksPerTask: 1, Store: store})
+	if err := s.ReportDataset(ctx, []string{writeDataset(t, t.TempDir(), 1, tasks)}); err != nil {
+		t.Fatal(err)
+	}
+	return s, store
+}
+
+func TestChangesMadeDuringACommitAreCommittedTogether(t *testing.T) {
+	s, store := startGated(t, 10)
+	first := getTasks(s, 1)
+	if ch := <-store.entered; len(ch.Records) != 1 {
+		t.Fatalf("first commit %+v", ch)
+	}
+	rest := getTasks(s, 5)
+	for s.Status().Pending != 6 { // all five dispatched in memory, waiting
+		time.Sleep(time.Millisecond)
+	}
+	assertNoReply(t, first)
+	assertNoReply(t, rest)
+	store.release <- nil
+	if r := <-first; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if ch := <-store.entered; len(ch.Records) != 5 {
+		t.Fatalf("second commit has %d entries, want the 5 dispatches made while the first was in flight", len(ch.Records))
+	}
+	assertNoReply(t, rest)
+	store.release <- nil
+	seen := map[int]bool{}
+	for range 5 {
+		r := <-rest
+		if r.err != nil || seen[r.task.Index] {
+			t.Fatalf("%+v", r)
+		}
+		seen[r.task.Index] = true
+	}
+	if store.Commits() != 2 {
+		t.Fatalf("%d commits, want 2", store.Commits())
+	}
+}
+
+func TestGroupsRespectTheirSizeLimit(t *testing.T) {
+	store := newGateStore()
+	s, _ := newService(t, Config{ChunksPerTask: 1, Store: store, GroupRecords: 2})
+	if err := s.ReportDataset(ctx, []string{writeDataset(t, t.TempDir(), 1, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	first := getTasks(s, 1)
+	<-store.entered
+	rest := getTasks(s, 5)
+	for s.Status().Pending != 6 {
+		time.Sleep(time.Millisecond)
+	}
+	store.release <- nil
+	var sizes []int
+	for range 3 {
+		sizes = append(sizes, len((<-store.entered).Records))
+		store.release <- nil
+	}
+	if sizes[0] != 2 || sizes[1] != 2 || sizes[2] != 1 {
+		t.Fatalf("groups of %v entries, want 2, 2, 1", sizes)
+	}
+	<-first
+	for range 5 {
+		if r := <-rest; r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+}
+
+// TestAFailedCommitFailsEverythingBuiltOnIt: the calls queued behind a
+// failed commit fail with it, including a reply read off the uncommitted
+// state, and the state is reloaded from what is durable.
+func TestAFailedCommitFailsEverythingBuiltOnIt(t *testing.T) {
+	s, store := startGated(t, 3)
+	first := getTasks(s, 1)
+	<-store.entered
+	rest := getTasks(s, 2)
+	for s.Status().Pending != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	// Every task is handed out in memory, so this call is told "no task",
+	// but only once the dispatches it saw are durable.
+	none := getTasks(s, 1)
+	assertNoReply(t, none)
+	store.release <- errors.New("etcd unavailable")
+	for _, out := range []chan result{first, rest, rest, none} {
+		if r := <-out; !wire.Is(r.err, wire.ErrNotLeader) {
+			t.Fatalf("a call built on the failed commit got %+v", r)
+		}
+	}
+	go func() { // the next call reloads: nothing was durable, task 0 comes first
+		<-store.entered
+		store.release <- nil
+	}()
+	task, err := s.GetTask(ctx, wire.Task{})
+	if err != nil || task.Index != 0 || task.Epoch != 1 {
+		t.Fatalf("after reload: %+v %v", task, err)
+	}
+	if st := s.Status(); st.Pending != 1 || st.Todo != 2 {
+		t.Fatalf("after reload: %+v", st)
+	}
+}
