@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/rpc"
 	"sync"
+	"time"
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
@@ -107,17 +108,38 @@ func (sv *Server) untrack(conn net.Conn) {
 	delete(sv.conns, conn)
 }
 
-// Close stops accepting, closes every connection (in-flight calls fail on
-// the client side) and waits for the connection goroutines.
+// closeGrace bounds how long Close waits for the replies of calls in flight.
+const closeGrace = 2 * time.Second
+
+// Close stops accepting and ends every connection, waiting up to closeGrace
+// for the replies of calls already in flight: a deposed master's last
+// callers hear why it stopped rather than see the connection drop.
 func (sv *Server) Close() {
 	sv.mu.Lock()
 	if sv.lis != nil {
 		sv.lis.Close()
 	}
-	for c := range sv.conns {
-		c.Close()
-	}
+	conns := sv.conns
 	sv.conns = nil
 	sv.mu.Unlock()
-	sv.wg.Wait()
+	for c := range conns {
+		// net/rpc stops reading at EOF, then sends the pending replies
+		// before it closes the connection.
+		if tcp, ok := c.(*net.TCPConn); !ok || tcp.CloseRead() != nil {
+			c.Close()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		sv.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeGrace):
+		for c := range conns {
+			c.Close()
+		}
+		<-done
+	}
 }
