@@ -5,6 +5,7 @@
 //
 //	master [flags]            campaign for the lock, serve while leading
 //	master inspect [flags]    print the state kept in etcd
+//	master bench [flags]      measure dispatch against etcd (package masterbench)
 //
 // Without -endpoints the master starts an embedded single-member etcd in
 // -data-dir on loopback, and uses it exactly like an external one; its
@@ -78,9 +79,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "inspect" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "inspect":
 		err = runInspect(ctx, os.Args[2:], os.Stdout, os.Stderr)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "bench":
+		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	default:
 		err = run(ctx, os.Args[1:], os.Stderr)
 	}
 	if err != nil && err != flag.ErrHelp {

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/namsral/flag"
+
+	"github.com/trainmaster/master/go/etcdconn"
+	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/go/masterbench"
+)
+
+// runBench is `master bench`: it measures this binary as a master against
+// a real etcd, embedded (fsync on) unless -endpoints names one.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSetWithEnvPrefix("master bench", "MASTER_BENCH", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o etcdconn.Options
+	o.Register(fs)
+	dir := fs.String("dir", "", "`directory` for the datasets, master logs and the embedded etcd (default: a temporary one, removed afterwards)")
+	chunks := fs.String("chunks", "1000", "comma-separated dataset sizes in `chunks`, each measured with every -trainers")
+	trainers := fs.String("trainers", "1,64", "comma-separated `counts` of concurrent trainers")
+	perTask := fs.Int("chunks-per-task", 1, "chunks per task")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each window")
+	duration := fs.Duration("duration", 5*time.Second, "measured window per row, for the master and for the bare transactions")
+	failover := fs.Bool("failover", true, "also time a standby master taking over each dataset")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	logLevel := fs.String("log-level", "info", "log level of the bench's progress lines")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover}
+	var err error
+	if cfg.Chunks, err = intList("-chunks", *chunks); err != nil {
+		return err
+	}
+	if cfg.Trainers, err = intList("-trainers", *trainers); err != nil {
+		return err
+	}
+	if cfg.Log, err = newLogger(*logLevel, stderr); err != nil {
+		return err
+	}
+	if cfg.Master, err = os.Executable(); err != nil {
+		return err
+	}
+	if cfg.Dir = *dir; cfg.Dir == "" {
+		if cfg.Dir, err = os.MkdirTemp("", "masterbench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(cfg.Dir)
+	}
+	if len(o.Endpoints) == 0 {
+		srv, err := etcdembed.Start(ctx, etcdembed.Config{Name: "bench", Dir: filepath.Join(cfg.Dir, "etcd")})
+		if err != nil {
+			return fmt.Errorf("embedded etcd: %w", err)
+		}
+		defer srv.Close()
+		o.Endpoints = srv.Endpoints()
+		cfg.Log.WithField("endpoint", o.Endpoints[0]).Info("embedded etcd started (fsync on)")
+	}
+	if cfg.MasterArgs, cfg.Metrics, err = forwardEtcdOptions(o); err != nil {
+		return err
+	}
+	cli, err := o.Connect(ctx, cfg.Log)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	cfg.Client, cfg.Endpoints = cli, o.Endpoints
+	rep, err := masterbench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(stdout)
+}
+
+// forwardEtcdOptions gives the masters the bench's etcd settings (the
+// password through the environment, never on a command line) and returns
+// an HTTP client for etcd's metrics page.
+func forwardEtcdOptions(o etcdconn.Options) ([]string, *http.Client, error) {
+	var args []string
+	for flag, value := range map[string]string{"-etcd-cacert": o.CACert, "-etcd-cert": o.Cert, "-etcd-key": o.Key, "-etcd-user": o.User} {
+		if value != "" {
+			args = append(args, flag, value)
+		}
+	}
+	if o.Password != "" {
+		if err := os.Setenv("MASTER_ETCD_PASSWORD", o.Password); err != nil {
+			return nil, nil, err
+		}
+	}
+	tlsCfg, err := o.TLS()
+	if err != nil {
+		return nil, nil, err
+	}
+	return args, &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}, nil
+}
+
+func intList(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive whole number", name, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,17 @@
+// Package masterbench measures the master against a real etcd: how many
+// tasks it hands out per second to concurrent synthetic trainers, with what
+// latency, how many etcd bytes each dispatch costs, how much memory the
+// master holds and how long a new leader takes to serve; and, against the
+// same etcd in the same run, the rate of bare fenced transactions, which
+// bounds what any master committing every dispatch can do.
+//
+// The master runs as its own process (the master binary), so its memory is
+// its own and the RPCs cross loopback TCP as in production. Trainers are
+// goroutines of the calling process, each with its own connection, doing
+// GetTask round trips that carry the finish of the previous task.
+//
+// Figures are what one run on one machine measured: they vary with the disk
+// (etcd fsyncs every commit), the cores and whatever else runs. The ratio to
+// the bare transaction rate, measured minutes apart on the same etcd, is
+// the figure that travels between machines.
+package masterbench

@@ -1,0 +1,113 @@
+package masterbench
+
+import (
+	"context"
+	"fmt"
+	"net/rpc"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pkg/errors"
+
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/proc"
+	"github.com/trainmaster/master/go/wire"
+)
+
+// masters starts master processes of one job.
+type masters struct {
+	cfg   Config
+	dir   string
+	ns    string
+	procs []*proc.Proc
+}
+
+func newMasters(cfg Config, dir, ns string) *masters {
+	return &masters{cfg: cfg, dir: dir, ns: ns}
+}
+
+// start starts a master; onLog, if not nil, gets each line it logs.
+func (m *masters) start(onLog func(string)) (*proc.Proc, error) {
+	args := append([]string{
+		"-endpoints", strings.Join(m.cfg.Endpoints, ","), "-namespace", m.ns, "-addr", "127.0.0.1:0",
+		"-chunks-per-task", fmt.Sprint(m.cfg.ChunksPerTask), "-passes", fmt.Sprint(1 << 30), "-log-level", "info",
+	}, m.cfg.MasterArgs...)
+	p, err := proc.Start(m.dir, m.cfg.Master, fmt.Sprintf("master-%d", len(m.procs)), args, nil, onLog)
+	if err != nil {
+		return nil, err
+	}
+	m.procs = append(m.procs, p)
+	return p, nil
+}
+
+// startLeader starts a master and waits until it publishes its address.
+func (m *masters) startLeader(ctx context.Context) (*proc.Proc, string, error) {
+	p, err := m.start(nil)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	addr, err := discovery.NewResolver(m.cfg.Client, m.ns).Resolve(ctx)
+	if err != nil {
+		return nil, "", errors.Wrapf(err, "the master did not publish its address (log: %s)", p.Log)
+	}
+	return p, addr, nil
+}
+
+// failover starts a standby, stops the leader with SIGTERM (it resigns)
+// and times until the standby answers with the dataset restored. It
+// returns that time and the new leader's memory.
+func (m *masters) failover(ctx context.Context, leader *proc.Proc, oldAddr string) (time.Duration, Memory, error) {
+	campaigning := make(chan struct{})
+	var once sync.Once
+	standby, err := m.start(func(line string) {
+		if strings.Contains(line, "standing by: campaigning") {
+			once.Do(func() { close(campaigning) })
+		}
+	})
+	if err != nil {
+		return 0, Memory{}, err
+	}
+	select {
+	case <-campaigning:
+	case <-time.After(time.Minute):
+		return 0, Memory{}, errors.Errorf("the standby did not campaign within a minute (log: %s)", standby.Log)
+	}
+	start := time.Now()
+	leader.Signal(syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resolver := discovery.NewResolver(m.cfg.Client, m.ns)
+	for {
+		if addr, err := resolver.Resolve(ctx); err == nil && addr != oldAddr && restored(addr) {
+			took := time.Since(start)
+			mem, err := readMemory(standby.Pid())
+			return took, mem, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, Memory{}, errors.Errorf("the standby did not take over within a minute (log: %s)", standby.Log)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// restored reports whether the master at addr serves the reported dataset.
+func restored(addr string) bool {
+	c, err := rpc.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	var st wire.Status
+	return c.Call(wire.ServiceName+".Status", 0, &st) == nil && st.DatasetReported
+}
+
+func (m *masters) stopAll() {
+	for _, p := range m.procs {
+		p.Stop(5 * time.Second)
+	}
+}

@@ -1,0 +1,60 @@
+package masterbench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The etcd metrics a run reads, before and after the trainers run.
+const (
+	walBytesMetric = "etcd_disk_wal_write_bytes_total"
+	putBytesMetric = "etcd_debugging_mvcc_total_put_size_in_bytes"
+)
+
+// scrapeMetrics reads the named metrics from an etcd's /metrics page.
+func scrapeMetrics(ctx context.Context, client *http.Client, endpoint string, names ...string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("etcd metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("etcd metrics: %s from %s", resp.Status, req.URL)
+	}
+	return parseMetrics(resp.Body, names...)
+}
+
+// parseMetrics reads unlabelled samples of the Prometheus text format.
+func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
+	got := map[string]float64{}
+	for sc := bufio.NewScanner(r); sc.Scan(); {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		for _, want := range names {
+			if name == want {
+				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+				if err != nil {
+					return nil, fmt.Errorf("etcd metrics: %s: %w", name, err)
+				}
+				got[name] = v
+			}
+		}
+	}
+	for _, want := range names {
+		if _, ok := got[want]; !ok {
+			return nil, fmt.Errorf("etcd metrics: no %s", want)
+		}
+	}
+	return got, nil
+}
