@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -64,8 +65,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.MinSamples = DefaultMinSamples
 	}
 	switch {
-	case c.Passes < 0:
-		return c, fmt.Errorf("taskqueue: passes must be positive, not %d", c.Passes)
+	case c.Passes < 0 || c.Passes > math.MaxInt32:
+		return c, fmt.Errorf("taskqueue: passes must be between 1 and %d, not %d", math.MaxInt32, c.Passes)
 	case c.Timeout < 0 || c.TimeoutMin < 0:
 		return c, fmt.Errorf("taskqueue: timeouts must be positive, not %v and %v", c.Timeout, c.TimeoutMin)
 	case c.TimeoutMin > c.Timeout:

@@ -1,14 +1,11 @@
 package taskqueue
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // deadlineItem is a pending dispatch's deadline; items of dispatches that
 // have ended are skipped when they come up.
 type deadlineItem struct {
-	at    time.Time
+	at    int64 // Unix nanoseconds
 	task  int
 	epoch int
 }
@@ -17,7 +14,7 @@ type deadlineItem struct {
 type deadlineHeap []deadlineItem
 
 func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlineHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h deadlineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *deadlineHeap) Push(x any)        { *h = append(*h, x.(deadlineItem)) }
 func (h *deadlineHeap) Pop() any {

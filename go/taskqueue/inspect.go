@@ -42,7 +42,7 @@ func (q *Queues) NextDeadline() (time.Time, bool) {
 	for len(q.timers) > 0 {
 		it := q.timers[0]
 		if e := q.entry(it.task); e.Queue == Pending && e.Epoch == it.epoch {
-			return it.at, true
+			return fromNanos(it.at), true
 		}
 		heap.Pop(&q.timers)
 	}

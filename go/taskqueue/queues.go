@@ -94,7 +94,8 @@ type Queues struct {
 	cfg      Config
 	records  func(task int) int64
 	pass     int
-	entries  []Entry
+	entries  []slot
+	reasons  map[int]string // Entry.Error of the current pass, where not empty
 	counts   [4]int
 	doneRecs int64      // records of the tasks Done in this pass
 	todo     []todoItem // ordered by seq; items whose task moved on are skipped
@@ -131,7 +132,10 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 	if pass < 0 || pass > cfg.Passes {
 		return nil, fmt.Errorf("taskqueue: stored pass %d is outside 0..%d", pass, cfg.Passes)
 	}
-	q := &Queues{cfg: cfg, records: records, entries: make([]Entry, numTasks), avg: newMovingAverage(cfg.Window)}
+	q := &Queues{cfg: cfg, records: records, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window)}
+	for i := range q.entries {
+		q.entries[i].pass = -1
+	}
 	q.startPass(pass)
 	for _, r := range stored {
 		if r.Index < 0 || r.Index >= numTasks {
@@ -158,6 +162,7 @@ func (q *Queues) startPass(p int) {
 	q.pass = p
 	q.counts = [4]int{}
 	q.doneRecs = 0
+	clear(q.reasons)
 	q.timers = q.timers[:0]
 	q.todo, q.todoHead = q.todo[:0], 0
 	q.nextSeq = int64(len(q.entries))
@@ -183,11 +188,11 @@ func (q *Queues) rebuildTodo() {
 
 // entry returns the effective entry of a task in the current pass.
 func (q *Queues) entry(task int) Entry {
-	e := q.entries[task]
-	if e.Pass != q.pass {
+	s := q.entries[task]
+	if int(s.pass) != q.pass {
 		return Entry{Pass: q.pass, Queue: Todo, Seq: int64(task)}
 	}
-	return e
+	return s.entry(q.reasons[task])
 }
 
 // set replaces a task's entry, keeping counts, Todo and timers in step.
@@ -202,12 +207,17 @@ func (q *Queues) set(task int, e Entry) {
 			q.doneRecs -= q.records(task)
 		}
 	}
-	q.entries[task] = e
+	q.entries[task] = toSlot(e)
+	if e.Error != "" {
+		q.reasons[task] = e.Error
+	} else {
+		delete(q.reasons, task)
+	}
 	switch {
 	case e.Queue == Todo && (old.Queue != Todo || old.Seq != e.Seq):
 		q.todo = append(q.todo, todoItem{task: task, seq: e.Seq})
 	case e.Queue == Pending:
-		heap.Push(&q.timers, deadlineItem{at: e.Deadline, task: task, epoch: e.Epoch})
+		heap.Push(&q.timers, deadlineItem{at: nanos(e.Deadline), task: task, epoch: e.Epoch})
 	}
 }
 
@@ -277,7 +287,7 @@ func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change
 // Todo (or to Failed past MaxTimeouts). It returns the tasks that timed out
 // and what changed.
 func (q *Queues) Expire(now time.Time) (expired []int, ch Change) {
-	for len(q.timers) > 0 && !q.timers[0].at.After(now) {
+	for len(q.timers) > 0 && q.timers[0].at <= now.UnixNano() {
 		it := heap.Pop(&q.timers).(deadlineItem)
 		e := q.entry(it.task)
 		if e.Queue != Pending || e.Epoch != it.epoch {

@@ -62,13 +62,13 @@ func (q *Queues) sample(task int, took time.Duration) {
 
 func (q *Queues) tightenPending() {
 	for _, it := range slices.Clone(q.timers) {
-		e := q.entries[it.task]
-		if e.Pass != q.pass || e.Queue != Pending || e.Epoch != it.epoch {
+		e := q.entry(it.task)
+		if e.Queue != Pending || e.Epoch != it.epoch {
 			continue
 		}
 		if d := e.Dispatched.Add(q.timeoutFor(q.records(it.task))); d.Before(e.Deadline) {
-			q.entries[it.task].Deadline = d
-			heap.Push(&q.timers, deadlineItem{at: d, task: it.task, epoch: it.epoch})
+			q.entries[it.task].deadline = nanos(d)
+			heap.Push(&q.timers, deadlineItem{at: nanos(d), task: it.task, epoch: it.epoch})
 		}
 	}
 }
