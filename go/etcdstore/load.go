@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/pkg/errors"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -44,22 +45,74 @@ func (s *Store) Load(ctx context.Context) (*master.Snapshot, error) {
 	if snap.Pass, err = s.loadPass(ctx, rev); err != nil {
 		return nil, err
 	}
-	err = s.scan(ctx, s.keys.tasks(), rev, func(kv *mvccpb.KeyValue) error {
+	if snap.Records, err = s.loadEntries(ctx, m.Tasks, rev); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// Task entries are read in ranges of entriesPerRead task indices (about
+// 200 bytes each), by up to readers reads at a time.
+const (
+	entriesPerRead = 2048
+	readers        = 4
+)
+
+// loadEntries reads the task entries. A range read with a limit is no
+// answer for a million keys: etcd counts every key to the end of the range
+// on each read, which made a million entries take minutes to load. Keys
+// outside the task range or not named like a task are reported, not
+// skipped.
+func (s *Store) loadEntries(ctx context.Context, tasks int, rev int64) ([]taskqueue.Record, error) {
+	bounds := []string{s.keys.tasks()}
+	for i := 0; i < tasks; i += entriesPerRead {
+		bounds = append(bounds, s.keys.task(i))
+	}
+	bounds = append(bounds, s.keys.task(tasks), clientv3.GetPrefixRangeEnd(s.keys.tasks()))
+	parts := make([][]taskqueue.Record, len(bounds)-1)
+	errs := make([]error, len(parts))
+	next := make(chan int, len(parts))
+	for i := range parts {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				parts[i], errs[i] = s.readEntries(ctx, bounds[i], bounds[i+1], tasks, rev)
+			}
+		}()
+	}
+	wg.Wait()
+	var records []taskqueue.Record
+	for i, part := range parts {
+		if errs[i] != nil {
+			return nil, errors.Wrapf(errs[i], "etcdstore: read %s", s.keys.tasks())
+		}
+		records = append(records, part...)
+	}
+	return records, nil
+}
+
+// readEntries reads the task entries with keys in [from, end).
+func (s *Store) readEntries(ctx context.Context, from, end string, tasks int, rev int64) ([]taskqueue.Record, error) {
+	var records []taskqueue.Record
+	err := s.scanRange(ctx, from, end, rev, func(kv *mvccpb.KeyValue) error {
 		i, err := taskIndex(string(kv.Key), s.keys.tasks())
-		if err != nil || i < 0 || i >= m.Tasks {
-			return fmt.Errorf("%s: not a task of the %d", kv.Key, m.Tasks)
+		if err != nil || i < 0 || i >= tasks || string(kv.Key) != s.keys.task(i) {
+			return fmt.Errorf("%s: not a task of the %d", kv.Key, tasks)
 		}
 		e, err := decodeEntry(kv.Value)
 		if err != nil {
 			return fmt.Errorf("%s: %v", kv.Key, err)
 		}
-		snap.Records = append(snap.Records, taskqueue.Record{Index: i, Entry: e})
+		records = append(records, taskqueue.Record{Index: i, Entry: e})
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return snap, nil
+	return records, err
 }
 
 func (s *Store) loadPass(ctx context.Context, rev int64) (int, error) {
@@ -114,11 +167,16 @@ func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Da
 // scan calls fn for every key under prefix at revision rev, in key order,
 // a page at a time so that no response is large.
 func (s *Store) scan(ctx context.Context, prefix string, rev int64, fn func(*mvccpb.KeyValue) error) error {
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	for key := prefix; ; {
+	return errors.Wrapf(s.scanRange(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, fn), "etcdstore: read %s", prefix)
+}
+
+// scanRange calls fn for every key in [from, end) at revision rev, in key
+// order, 512 keys per read.
+func (s *Store) scanRange(ctx context.Context, from, end string, rev int64, fn func(*mvccpb.KeyValue) error) error {
+	for key := from; key < end; {
 		resp, err := s.cfg.Client.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(512))
 		if err != nil {
-			return errors.Wrapf(err, "etcdstore: read %s", prefix)
+			return err
 		}
 		for _, kv := range resp.Kvs {
 			if err := fn(kv); err != nil {
@@ -130,4 +188,5 @@ func (s *Store) scan(ctx context.Context, prefix string, rev int64, fn func(*mvc
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
+	return nil
 }

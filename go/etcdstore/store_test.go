@@ -23,7 +23,7 @@ import (
 var ctx = context.Background()
 
 // lead wins the lock under namespace and returns a store fenced on it.
-func lead(t *testing.T, cli *clientv3.Client, namespace string) (*Store, *election.Leadership) {
+func lead(t testing.TB, cli *clientv3.Client, namespace string) (*Store, *election.Leadership) {
 	t.Helper()
 	s, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
 	if err != nil {
@@ -39,7 +39,7 @@ func lead(t *testing.T, cli *clientv3.Client, namespace string) (*Store, *electi
 
 // syntheticDataset has n chunks of 10 records spread over 100 files; the
 // files need not exist, the store only keeps the index.
-func syntheticDataset(t *testing.T, n int) *dataset.Dataset {
+func syntheticDataset(t testing.TB, n int) *dataset.Dataset {
 	t.Helper()
 	files := make([]string, 100)
 	for i := range files {
@@ -290,5 +290,49 @@ func TestFilePagesStaySmall(t *testing.T) {
 		if len(pages) != tc.pages || len(back) != len(tc.files) {
 			t.Errorf("%d files: %d pages holding %d, want %d pages", len(tc.files), len(pages), len(back), tc.pages)
 		}
+	}
+}
+
+// TestLoadReadsEveryRange: entries on both sides of every read boundary
+// come back, in task order, and keys that are not tasks of the dataset are
+// refused by name wherever they sort.
+func TestLoadReadsEveryRange(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	store, _ := lead(t, cli, "/ranges")
+	ds := syntheticDataset(t, 2*entriesPerRead+100)
+	ds.ChunksPerTask = 1
+	if err := store.SaveDataset(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	tasks := []int{0, entriesPerRead - 1, entriesPerRead, 2*entriesPerRead - 1, 2 * entriesPerRead, ds.NumTasks() - 1}
+	var ch taskqueue.Change
+	for _, i := range tasks {
+		ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Queue: taskqueue.Done, Seq: int64(i)}})
+	}
+	if err := store.Commit(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := store.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, r := range snap.Records {
+		got = append(got, r.Index)
+	}
+	if !slices.Equal(got, tasks) {
+		t.Fatalf("loaded entries of tasks %v, want %v", got, tasks)
+	}
+	prefix := "/ranges/task_queues/tasks/"
+	for _, stray := range []string{"00000000001", fmt.Sprintf("%010d", ds.NumTasks()), "zz", "-1"} {
+		t.Run(stray, func(t *testing.T) {
+			if _, err := cli.Put(ctx, prefix+stray, `{"pass":0,"queue":"done","seq":0}`); err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Delete(ctx, prefix+stray)
+			if _, err := store.Load(ctx); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), prefix+stray) {
+				t.Fatalf("a stray key %s loaded: %v", stray, err)
+			}
+		})
 	}
 }
