@@ -28,8 +28,16 @@ type Dataset struct {
 	records       int64
 }
 
-// Build expands the patterns and indexes every file by header scan.
+// Build expands the patterns and indexes every file by header scan, several
+// files at a time (see defaultWorkers). The result, and the error when a file
+// cannot be indexed, are those of indexing the files one by one in order.
 func Build(patterns []string, chunksPerTask int) (*Dataset, error) {
+	return build(patterns, chunksPerTask, defaultWorkers())
+}
+
+// build is Build with the number of workers as a parameter, for tests and
+// benchmarks to compare with a sequential scan.
+func build(patterns []string, chunksPerTask, workers int) (*Dataset, error) {
 	if chunksPerTask <= 0 {
 		return nil, fmt.Errorf("dataset: chunks per task must be positive, not %d", chunksPerTask)
 	}
@@ -38,20 +46,22 @@ func Build(patterns []string, chunksPerTask int) (*Dataset, error) {
 		return nil, err
 	}
 	ds := &Dataset{Patterns: slices.Clone(patterns), Files: files, ChunksPerTask: chunksPerTask}
-	for fi, path := range files {
-		ix, err := recordio.IndexFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("dataset: %w", err)
-		}
-		for ci, c := range ix.Chunks {
-			ds.chunks = append(ds.chunks, Chunk{Offset: c.Offset, File: int32(fi), Idx: int32(ci), NumRecords: int64(c.NumRecords)})
-			ds.records += int64(c.NumRecords)
-		}
+	if err := indexFiles(files, workers, ds.add); err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	if len(ds.chunks) == 0 {
 		return nil, fmt.Errorf("dataset: %d files matching %q hold no chunk", len(files), patterns)
 	}
 	return ds, nil
+}
+
+// add appends the chunks of file fi, indexed as ix, to the block index. Only
+// this compact form is kept: ix is dropped as soon as it is added.
+func (d *Dataset) add(fi int, ix *recordio.Index) {
+	for ci, c := range ix.Chunks {
+		d.chunks = append(d.chunks, Chunk{Offset: c.Offset, File: int32(fi), Idx: int32(ci), NumRecords: int64(c.NumRecords)})
+		d.records += int64(c.NumRecords)
+	}
 }
 
 // NumChunks returns the number of chunks in the dataset.
