@@ -23,11 +23,17 @@
 //     master hands it out again when it times out.
 //   - While one task is consumed, the next ones (Config.Prefetch) are
 //     fetched and read into memory, so at most Prefetch+1 tasks are held.
+//     Records are yielded from the buffers the blocks were read into,
+//     without a copy, and those buffers are reused for later tasks once a
+//     task is consumed: Record.Data is valid only until the loop body
+//     returns.
 //   - "no task available" and "dataset not reported" are waited out with
-//     backoff; "all passes done" ends the loop without error; connection
-//     failures and "master is not serving" make the client drop its
-//     connection, resolve the master's address again and retry, with
-//     backoff, until the context ends.
+//     backoff, cut short when a finish the client reports meanwhile is
+//     recorded (it may be the one the pass waited for: the next pass, or
+//     the end, follows at once); "all passes done" ends the loop without
+//     error; connection failures and "master is not serving" make the
+//     client drop its connection, resolve the master's address again and
+//     retry, with backoff, until the context ends.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine
 //     stops: nothing is left running.

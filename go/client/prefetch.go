@@ -26,13 +26,18 @@ import (
 // When the master has no task for us (or no dataset), the finishes waiting
 // are sent at once with TaskFinished instead, and so is every task consumed
 // while the goroutine waits to ask again: a trainer waiting for work never
-// sits on a finished task (which could be the one the pass waits for). When
-// the loop ends, whatever was consumed and not reported yet is reported with
-// TaskFinished by stop.
+// sits on a finished task (which could be the one the pass waits for). A
+// finish the master records this way may be the one the pass waited for (the
+// next pass starts, or all are done), so the goroutine then asks again at
+// once instead of sleeping out its backoff. When the loop ends, whatever was
+// consumed and not reported yet is reported with TaskFinished by stop.
 //
 // Memory: the goroutine reads a task only while fewer than limit are
 // outstanding, so at most limit tasks are in memory, the one being consumed
-// included. Channels: out holds at most limit tasks plus one final entry,
+// included. A task's records stay in the buffers its blocks were read into
+// (a taskBuf); book releases them for the next task read, which is safe
+// because a task comes back on done only once the loop body has returned
+// from its last record. Channels: out holds at most limit tasks plus one final entry,
 // and done at most limit tasks, so neither side ever blocks on a send.
 
 // run is the prefetch goroutine. Whatever ends it, it queues a final entry
@@ -64,11 +69,11 @@ func (s *session) step(ctx context.Context) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	records, err := s.read(ctx, t)
+	buf, err := s.read(ctx, t)
 	if err != nil {
 		return nil, s.fail(ctx, t, err)
 	}
-	return &loaded{task: t, records: records}, nil
+	return &loaded{task: t, buf: buf}, nil
 }
 
 // nextTask asks for a task, carrying the oldest unreported finish, and waits
@@ -104,10 +109,12 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 
 // idle is a wait between two GetTask calls that found nothing: it reports
 // every consumed task at once, reports the dataset again if the master lost
-// it, and sleeps for the next backoff delay.
+// it, and sleeps for the next backoff delay. It returns early, so that the
+// caller asks again, as soon as the master records one of those finishes:
+// the pass may have been waiting for it.
 func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 	s.c.cfg.Log.WithError(why).Debug("client: no task, waiting")
-	if err := s.flush(ctx); err != nil {
+	if recorded, err := s.flush(ctx); err != nil || recorded {
 		return err
 	}
 	if paths := s.c.reportedDataset(); paths != nil && wire.Is(why, wire.ErrNoDataset) {
@@ -123,9 +130,9 @@ func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case t := <-s.done:
-			s.book(t)
-			if err := s.flush(ctx); err != nil {
+		case l := <-s.done:
+			s.book(l)
+			if recorded, err := s.flush(ctx); err != nil || recorded {
 				return err
 			}
 		}
@@ -133,7 +140,7 @@ func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 }
 
 // read reads a task's records, or says why it cannot be processed.
-func (s *session) read(ctx context.Context, t wire.Task) ([][]byte, error) {
+func (s *session) read(ctx context.Context, t wire.Task) (*taskBuf, error) {
 	if s.c.cfg.Inject != nil {
 		if err := s.c.cfg.Inject(t); err != nil {
 			return nil, fmt.Errorf("task %d: %w", t.Index, err)
@@ -163,32 +170,34 @@ func (s *session) fail(ctx context.Context, t wire.Task, cause error) error {
 	return nil
 }
 
-// flush reports every pending finish with TaskFinished. It stops only when
-// ctx ends or the client is closed; a report the master rejects is logged
-// and dropped.
-func (s *session) flush(ctx context.Context) error {
+// flush reports every pending finish with TaskFinished, and says whether the
+// master recorded any (rather than finding it already done, or rejecting
+// it). It stops only when ctx ends or the client is closed; a report the
+// master rejects is logged and dropped.
+func (s *session) flush(ctx context.Context) (recorded bool, err error) {
 	for len(s.pending) > 0 {
 		t := s.pending[0]
 		r, err := s.c.TaskFinished(ctx, t)
 		if err != nil && (ctx.Err() != nil || errors.Is(err, ErrClosed)) {
-			return err
+			return recorded, err
 		}
 		s.pending = s.pending[1:]
 		log := s.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass)
 		if err != nil {
 			log.WithError(err).Warn("client: finish report rejected")
 		} else {
+			recorded = recorded || r == wire.Recorded
 			log.WithField("report", r).Debug("client: task finished")
 		}
 	}
-	return nil
+	return recorded, nil
 }
 
 // awaitConsumed waits for the loop to hand back a consumed task.
 func (s *session) awaitConsumed(ctx context.Context) error {
 	select {
-	case t := <-s.done:
-		s.book(t)
+	case l := <-s.done:
+		s.book(l)
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
@@ -199,16 +208,18 @@ func (s *session) awaitConsumed(ctx context.Context) error {
 func (s *session) absorb() {
 	for {
 		select {
-		case t := <-s.done:
-			s.book(t)
+		case l := <-s.done:
+			s.book(l)
 		default:
 			return
 		}
 	}
 }
 
-// book books one consumed task: its slot is free, its finish pending.
-func (s *session) book(t wire.Task) {
+// book books one consumed task: its slot is free, its finish pending, its
+// buffers free for the next task read.
+func (s *session) book(l *loaded) {
 	s.outstanding--
-	s.pending = append(s.pending, t)
+	s.pending = append(s.pending, report(l.task))
+	l.buf.release()
 }

@@ -3,72 +3,113 @@ package client
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
 
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 )
 
+// taskBuf holds the records of one task read into memory: one
+// recordio.Reader per block, whose buffers the records point into, so that
+// they are yielded without being copied. A taskBuf is reused, buffers and
+// all, for a later task once the loop has consumed its records (release);
+// in steady state reading a task allocates nothing.
+type taskBuf struct {
+	readers []*recordio.Reader // readers[i] holds block i's records
+	records [][]byte           // every record of the task, in order
+}
+
+// taskBufs are the taskBufs no task holds, shared by every session; the
+// garbage collector may empty it.
+var taskBufs = sync.Pool{New: func() any { return new(taskBuf) }}
+
 // readTask reads and checks every block of t and returns its records in
-// order, copied out of the reader's buffers. Nothing is returned unless
-// every block reads cleanly.
-func readTask(ctx context.Context, t wire.Task) ([][]byte, error) {
-	var r blockReader
-	defer r.close()
-	var records [][]byte
-	for i, b := range t.Blocks {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		recs, err := r.read(b)
-		if err != nil {
-			return nil, fmt.Errorf("task %d block %d: %w", t.Index, i, err)
-		}
-		records = appendCopies(records, recs)
-	}
-	return records, nil
-}
-
-// appendCopies appends copies of recs to dst, all in one new buffer.
-func appendCopies(dst, recs [][]byte) [][]byte {
-	size := 0
-	for _, r := range recs {
-		size += len(r)
-	}
-	buf := make([]byte, 0, size)
-	for _, r := range recs {
-		start := len(buf)
-		buf = append(buf, r...)
-		dst = append(dst, buf[start:len(buf):len(buf)])
-	}
-	return dst
-}
-
-// blockReader reads blocks, keeping the last file open for the next block
-// (a task's blocks are consecutive chunks, mostly of one file).
-type blockReader struct {
-	s *recordio.Scanner
-}
-
-// read returns the records of b, valid until the next read.
-func (br *blockReader) read(b wire.Block) ([][]byte, error) {
-	if br.s == nil {
-		br.s = recordio.NewScanner(nil)
-	}
-	recs, err := br.s.ReadChunk(recordio.ChunkRef{Path: b.Path, Chunk: b.Idx, Offset: b.Offset})
-	if err != nil {
+// order, in a taskBuf to release once they are consumed. Nothing is returned
+// unless every block reads cleanly.
+func readTask(ctx context.Context, t wire.Task) (*taskBuf, error) {
+	tb := taskBufs.Get().(*taskBuf)
+	if err := tb.read(ctx, t); err != nil {
+		tb.release()
 		return nil, err
 	}
-	// Zero means the master did not say; otherwise the file changed since
-	// the master indexed it.
-	if b.NumRecords != 0 && b.NumRecords != len(recs) {
-		return nil, fmt.Errorf("recordio: %s: chunk %d at offset %d: master says %d records, chunk holds %d",
-			b.Path, b.Idx, b.Offset, b.NumRecords, len(recs))
-	}
-	return recs, nil
+	return tb, nil
 }
 
-func (br *blockReader) close() {
-	if br.s != nil {
-		br.s.Close()
+// release gives tb back for another task: its records must not be used any
+// more.
+func (tb *taskBuf) release() {
+	for _, r := range tb.readers {
+		r.Reset(nil, 0, "") // keep no closed file alive
+	}
+	tb.records = tb.records[:0] // they point into the readers' buffers
+	taskBufs.Put(tb)
+}
+
+// read reads the blocks of t into tb, keeping a file open from one block to
+// the next (a task's blocks are consecutive chunks, mostly of one file).
+func (tb *taskBuf) read(ctx context.Context, t wire.Task) error {
+	var f taskFile
+	defer f.close()
+	tb.records = tb.records[:0]
+	for i, b := range t.Blocks {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if err := f.open(b.Path); err != nil {
+			return fmt.Errorf("task %d block %d: %w", t.Index, i, err)
+		}
+		if i == len(tb.readers) {
+			tb.readers = append(tb.readers, recordio.NewReader(f.f, f.size, b.Path))
+		} else {
+			tb.readers[i].Reset(f.f, f.size, b.Path)
+		}
+		recs, _, err := tb.readers[i].ReadChunk(b.Idx, b.Offset)
+		if err == nil && b.NumRecords != 0 && b.NumRecords != len(recs) {
+			// Zero means the master did not say; otherwise the file changed
+			// since the master indexed it.
+			err = fmt.Errorf("recordio: %s: chunk %d at offset %d: master says %d records, chunk holds %d",
+				b.Path, b.Idx, b.Offset, b.NumRecords, len(recs))
+		}
+		if err != nil {
+			return fmt.Errorf("task %d block %d: %w", t.Index, i, err)
+		}
+		tb.records = append(tb.records, recs...)
+	}
+	return nil
+}
+
+// taskFile is the file a task's blocks are being read from.
+type taskFile struct {
+	f    *os.File // nil when none is open
+	path string
+	size int64
+}
+
+// open makes path the open file, unless it already is.
+func (tf *taskFile) open(path string) error {
+	if tf.f != nil && tf.path == path {
+		return nil
+	}
+	tf.close()
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("recordio: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("recordio: %w", err)
+	}
+	tf.f, tf.path, tf.size = f, path, st.Size()
+	return nil
+}
+
+// close closes the open file, if any; it was only read, so there is no
+// error worth reporting.
+func (tf *taskFile) close() {
+	if tf.f != nil {
+		tf.f.Close()
+		tf.f = nil
 	}
 }

@@ -10,7 +10,8 @@ import (
 // Record is one record of a task, as Records yields it.
 type Record struct {
 	// Data is the record's bytes. It is valid only until the loop body
-	// returns; copy it to keep it.
+	// returns: the client reads later tasks into the same memory. Copy it
+	// to keep it.
 	Data []byte
 	Task int // index of the task the record belongs to
 	Pass int // pass of the task's dispatch, from 0
@@ -45,7 +46,7 @@ func (c *Client) Records(ctx context.Context) iter.Seq2[Record, error] {
 			if !s.yieldTask(ctx, l, yield) {
 				return
 			}
-			s.consumed(l.task)
+			s.consumed(l)
 		}
 	}
 }
@@ -54,8 +55,8 @@ func (c *Client) Records(ctx context.Context) iter.Seq2[Record, error] {
 // (the body broke out, ctx ended or the client was closed) before the last
 // one was consumed.
 func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, error) bool) bool {
-	last := len(l.records) - 1
-	for i, data := range l.records {
+	last := len(l.buf.records) - 1
+	for i, data := range l.buf.records {
 		if err := s.interrupted(ctx); err != nil {
 			yield(Record{}, err)
 			return false

@@ -90,6 +90,37 @@ func TestFinishReportedOnlyAfterConsumption(t *testing.T) {
 	}
 }
 
+// At the end of a pass the prefetch goroutine asks for a task while the loop
+// still consumes the last one, and gets "no task available". When that last
+// finish is recorded, the next pass (or the end) must follow at once, not
+// after the backoff.
+func TestPassEndNotDelayedByBackoff(t *testing.T) {
+	cfg := fast
+	cfg.MinBackoff, cfg.MaxBackoff = 2*time.Second, 2*time.Second // waits of 1s to 2s
+	h := setup(t, clienttest.Options{Passes: 2}, small, cfg)
+	slow := func() { time.Sleep(50 * time.Millisecond) } // the goroutine asks meanwhile
+	l := loop{hooks: map[int]func(){36: slow, 76: slow}} // first records of the last task of each pass
+	start := time.Now()
+	recs, errs := l.run(t, context.Background(), h.m, h.c)
+	took := time.Since(start)
+	if len(errs) > 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	checkExactlyOnce(t, recs, taskRecords(t, h.m), 2)
+	if took >= time.Second {
+		t.Errorf("two passes took %v: the client waited out a backoff after its last finish", took)
+	}
+	noTask := 0
+	for _, e := range h.m.Events() {
+		if e.Method == "GetTask" && e.Err == wire.ErrNoTask {
+			noTask++
+		}
+	}
+	if noTask == 0 {
+		t.Error("the client never got 'no task available': the test tests nothing")
+	}
+}
+
 func TestBreakMidTaskLeavesItUnfinished(t *testing.T) {
 	// Tasks of 4 records; break on the 2nd record of task 2.
 	h := setup(t, clienttest.Options{Timeout: 300 * time.Millisecond}, small, fast)
@@ -238,25 +269,29 @@ func restartAfter(d time.Duration) func(*testing.T, *harness) {
 }
 
 // checkBackoff checks that after each "no task available" the client waited
-// at least half the minimum backoff before asking again.
+// at least half the minimum backoff before asking again, unless it reported
+// meanwhile a finish that the master recorded.
 func checkBackoff(t *testing.T, h *harness) {
 	t.Helper()
 	var prev *clienttest.Event
-	waits := 0
+	waits, recorded := 0, false
 	for _, e := range h.m.Events() {
+		if e.Method == "TaskFinished" && e.Report == wire.Recorded {
+			recorded = true
+		}
 		if e.Method != "GetTask" {
 			continue
 		}
-		if prev != nil && prev.Err == wire.ErrNoTask {
+		if prev != nil && prev.Err == wire.ErrNoTask && !recorded {
 			waits++
 			if gap := e.At.Sub(prev.At); gap < fast.MinBackoff/2 {
 				t.Errorf("asked again %v after 'no task available'", gap)
 			}
 		}
-		prev = &e
+		prev, recorded = &e, false
 	}
 	if waits == 0 {
-		t.Error("the client never got 'no task available'")
+		t.Error("the client never waited after 'no task available'")
 	}
 }
 

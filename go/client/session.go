@@ -12,9 +12,9 @@ var errEnd = errors.New(wire.ErrAllDone)
 
 // loaded is a task read into memory, or with err set the final entry of out.
 type loaded struct {
-	task    wire.Task
-	records [][]byte
-	err     error
+	task wire.Task
+	buf  *taskBuf // its records; released once they are consumed
+	err  error
 }
 
 // session is the state of one Records loop.
@@ -23,7 +23,7 @@ type session struct {
 	cancel context.CancelFunc // stops the prefetch goroutine
 	exited chan struct{}      // closed when it has returned
 	out    chan *loaded
-	done   chan wire.Task
+	done   chan *loaded // consumed tasks, back to the goroutine
 	limit  int
 
 	// The goroutine's own, and stop's once it has exited.
@@ -41,7 +41,7 @@ func (c *Client) start(ctx context.Context) *session {
 		cancel: cancel,
 		exited: make(chan struct{}),
 		out:    make(chan *loaded, limit+1),
-		done:   make(chan wire.Task, limit),
+		done:   make(chan *loaded, limit),
 		limit:  limit,
 	}
 	go s.run(fctx)
@@ -76,8 +76,9 @@ func (s *session) interrupted(ctx context.Context) error {
 	return nil
 }
 
-// consumed hands a completely consumed task to the goroutine for reporting.
-func (s *session) consumed(t wire.Task) { s.done <- report(t) }
+// consumed hands a completely consumed task to the goroutine for reporting
+// and for reusing its buffers.
+func (s *session) consumed(l *loaded) { s.done <- l }
 
 // stop ends the goroutine, waits for it, and reports the consumed tasks it
 // had not reported, with a context that outlives ctx by CallTimeout.
@@ -90,7 +91,7 @@ func (s *session) stop(ctx context.Context) {
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.cfg.CallTimeout)
 	defer cancel()
-	if err := s.flush(fctx); err != nil {
+	if _, err := s.flush(fctx); err != nil {
 		s.c.cfg.Log.WithError(err).Warnf("client: %d consumed tasks left unreported", len(s.pending))
 	}
 }
