@@ -57,36 +57,50 @@ func (s *Service) enqueue(ch taskqueue.Change) *group {
 	g := s.groups[n-1]
 	g.change = g.change.Merge(ch)
 	s.newest = g
-	if !s.committing {
-		s.committing = true
-		go s.commitGroups()
-	}
 	return g
 }
 
-// commitGroups commits the queued groups in order until none is left. After
-// a failed commit every queued group fails too: they were built on the
-// change that did not become durable, and the state is reloaded before the
-// next operation (or dropped, when leadership was lost).
-func (s *Service) commitGroups() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// commitThrough commits the queued groups in order until g is committed
+// (all of them when g is nil); the caller must have set s.committing. It
+// is called with s.mu held and releases it during each Store call. A
+// caller that finds no commit in flight commits its own group this way,
+// sparing a hand-off to another goroutine when calls do not overlap; the
+// groups queued behind its own are left to a goroutine.
+//
+// After a failed commit every queued group fails too: they were built on
+// the change that did not become durable, and the state is reloaded before
+// the next operation (or dropped, when leadership was lost).
+func (s *Service) commitThrough(g *group) {
 	for len(s.groups) > 0 {
-		g := s.groups[0]
+		next := s.groups[0]
 		s.groups = s.groups[1:]
 		s.mu.Unlock()
-		err := s.storeCommit(g.change)
+		err := s.storeCommit(next.change)
 		s.mu.Lock()
 		if err != nil {
 			err = s.storeFailed(err)
-			g.finish(err)
+			next.finish(err)
 			s.failGroups(err)
 			break
 		}
-		g.finish(nil)
+		next.finish(nil)
+		if next == g {
+			break
+		}
+	}
+	if len(s.groups) > 0 {
+		go s.commitGroups()
+		return
 	}
 	s.newest = nil // committed or failed: nothing is waiting to become durable
 	s.committing = false
+}
+
+// commitGroups commits every queued group, from its own goroutine.
+func (s *Service) commitGroups() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commitThrough(nil)
 }
 
 func (s *Service) storeCommit(ch taskqueue.Change) error {

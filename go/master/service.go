@@ -293,6 +293,10 @@ func (s *Service) reply(rep wire.Report, ch taskqueue.Change, log func(), err er
 func (s *Service) await(ch taskqueue.Change) error {
 	g := s.enqueue(ch)
 	s.rearm()
+	if g != nil && !s.committing {
+		s.committing = true
+		s.commitThrough(g)
+	}
 	s.mu.Unlock()
 	return g.wait()
 }
