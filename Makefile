@@ -20,8 +20,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-bench:
+# Every Go benchmark briefly, then a short run of `master bench` (embedded
+# etcd with fsync, 1,000 chunks, 1 and 64 trainers); see doc/performance.md
+# for the full run.
+bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x $(PKGS)
+	$(BIN)/master bench -warmup 500ms -duration 2s
 
 # A short smoke run of every fuzz target; run one longer with
 # `go test -run '^$$' -fuzz FuzzReadChunk -fuzztime 10m ./go/recordio`.
