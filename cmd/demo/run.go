@@ -183,10 +183,18 @@ func (c *cluster) failover(ctx context.Context) error {
 	return c.start(name)
 }
 
+// stop stops every master. It must not hold c.mu while a master stops: a
+// standby taking over from the one stopped first logs that it leads, and
+// the relay of that line takes c.mu; holding it here kept that master's
+// output from draining, so it never finished exiting.
 func (c *cluster) stop() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	procs := make([]*proc.Proc, 0, len(c.masters))
 	for _, p := range c.masters {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	for _, p := range procs {
 		p.Stop(5 * time.Second)
 	}
 }
