@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/go/proc"
 )
 
 // TestDemo builds the binaries and runs the demo as a user would, small.
@@ -26,6 +32,46 @@ func TestDemo(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestStopWhileAStandbyTakesOver stops a leader and a standby together, as
+// the demo does at its end: the standby may win the lock and log so while
+// the other is being stopped, and stopping must still end. Map order
+// decides which is stopped first, so it runs a few times.
+func TestStopWhileAStandbyTakesOver(t *testing.T) {
+	bin := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../master").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	etcd, err := etcdembed.Start(context.Background(), etcdembed.Config{Dir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	for round := range 4 {
+		c := &cluster{o: options{bin: bin, passes: 1, chunkTask: 1, timeoutMin: time.Second}, dir: t.TempDir(),
+			endpoints: etcd.Endpoints()[0], out: io.Discard, masters: map[string]*proc.Proc{}, serving: make(chan string, 8)}
+		for _, name := range []string{"A", "B"} {
+			if err := c.start(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case <-c.serving:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no master serving")
+		}
+		stopped := make(chan struct{})
+		go func() {
+			c.stop()
+			close(stopped)
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: stopping a leader and a standby did not end", round)
 		}
 	}
 }
