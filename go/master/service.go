@@ -58,7 +58,7 @@ type Service struct {
 
 	groups     []*group // changes waiting for the committer, oldest first
 	newest     *group   // the group of the last change, until it is durable
-	committing bool     // a commitGroups goroutine is running
+	committing bool     // a caller or a goroutine is committing the groups
 }
 
 // New returns a Service; Restore loads any state the store already holds.
