@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,8 @@ func TestChaos(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	o := options{bin: bin, dir: t.TempDir(), seed: 1, intensity: 1.5, records: 100000, files: 10, passes: 3,
-		trainers: 8, chunkTask: 4, recordDelay: time.Millisecond, limit: 8 * time.Minute}
+		// Runs here take about 2 minutes; the limit is for a stall, not a slow machine.
+		trainers: 8, chunkTask: 4, recordDelay: time.Millisecond, limit: 12 * time.Minute}
 	var out bytes.Buffer
 	r, err := run(context.Background(), o, &out)
 	if r != nil {
@@ -30,6 +32,7 @@ func TestChaos(t *testing.T) {
 	}
 	t.Log("\n" + out.String())
 	if err != nil {
+		logTails(t, o.dir)
 		t.Fatal(err)
 	}
 	if err := r.verdict(); err != nil {
@@ -40,5 +43,23 @@ func TestChaos(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "lost records                             0") {
 		t.Fatal("the table does not say no record was lost")
+	}
+}
+
+// logTails prints the end of every process's log: CI keeps only the test's
+// output, not its working directory.
+func logTails(t *testing.T, dir string) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		n := 3 // trainers: their last tasks
+		if strings.HasPrefix(filepath.Base(path), "master") {
+			n = 15
+		}
+		t.Logf("%s, last %d lines:\n%s", filepath.Base(path), n, strings.Join(lines[max(len(lines)-n, 0):], "\n"))
 	}
 }
