@@ -17,8 +17,7 @@ func BenchmarkRecoverMillion(b *testing.B) {
 	const n = 1000000
 	_, cli := etcdtest.Start(b)
 	store, _ := lead(b, cli, "/recover")
-	ds := syntheticDataset(b, n)
-	ds.ChunksPerTask = 1
+	ds := syntheticDataset(b, n, 1)
 	if err := store.SaveDataset(ctx, ds); err != nil {
 		b.Fatal(err)
 	}

@@ -37,9 +37,10 @@ func lead(t testing.TB, cli *clientv3.Client, namespace string) (*Store, *electi
 	return New(Config{Client: cli, Namespace: namespace, Fence: l.Fence()}), l
 }
 
-// syntheticDataset has n chunks of 10 records spread over 100 files; the
-// files need not exist, the store only keeps the index.
-func syntheticDataset(t testing.TB, n int) *dataset.Dataset {
+// syntheticDataset has n chunks of 10 records spread over 100 files,
+// chunksPerTask to a task; the files need not exist, the store only keeps
+// the index.
+func syntheticDataset(t testing.TB, n, chunksPerTask int) *dataset.Dataset {
 	t.Helper()
 	files := make([]string, 100)
 	for i := range files {
@@ -49,7 +50,7 @@ func syntheticDataset(t testing.TB, n int) *dataset.Dataset {
 	for i := range chunks {
 		chunks[i] = dataset.Chunk{File: int32(i * 100 / n), Idx: int32(i % 1000), Offset: int64(i%1000) * 4096, NumRecords: 10}
 	}
-	ds, err := dataset.Restore([]string{"/data/train/*.recordio"}, files, 10, chunks)
+	ds, err := dataset.Restore([]string{"/data/train/*.recordio"}, files, chunksPerTask, chunks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func syntheticDataset(t testing.TB, n int) *dataset.Dataset {
 func TestRoundTripThroughTheService(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	store, _ := lead(t, cli, "/job")
-	ds := syntheticDataset(t, 95) // 10 tasks, the last of 5 chunks
+	ds := syntheticDataset(t, 95, 10) // 10 tasks, the last of 5 chunks
 	if err := store.SaveDataset(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestRoundTripThroughTheService(t *testing.T) {
 func TestFencedWriteAfterLosingTheLock(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	store, l := lead(t, cli, "")
-	ds := syntheticDataset(t, 20)
+	ds := syntheticDataset(t, 20, 10)
 	if err := store.SaveDataset(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestFencedWriteAfterLosingTheLock(t *testing.T) {
 func TestRefusesANewerFormat(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	store, _ := lead(t, cli, "")
-	if err := store.SaveDataset(ctx, syntheticDataset(t, 10)); err != nil {
+	if err := store.SaveDataset(ctx, syntheticDataset(t, 10, 10)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, meta string }{
@@ -192,7 +193,7 @@ func TestLargeDataset(t *testing.T) {
 	perDispatch := map[int]int64{}
 	for _, n := range []int{1000, 1000000} {
 		store, _ := lead(t, cli, fmt.Sprintf("/n%d", n))
-		ds := syntheticDataset(t, n)
+		ds := syntheticDataset(t, n, 10)
 		start := time.Now()
 		if err := store.SaveDataset(ctx, ds); err != nil {
 			t.Fatal(err)
@@ -243,7 +244,7 @@ func TestCompactsHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := New(Config{Client: cli, Fence: l.Fence(), CompactEvery: 50, CompactKeep: 10})
-	if err := store.SaveDataset(ctx, syntheticDataset(t, 100)); err != nil {
+	if err := store.SaveDataset(ctx, syntheticDataset(t, 100, 10)); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := cli.Get(ctx, "/task_queues/pass")
@@ -299,8 +300,7 @@ func TestFilePagesStaySmall(t *testing.T) {
 func TestLoadReadsEveryRange(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	store, _ := lead(t, cli, "/ranges")
-	ds := syntheticDataset(t, 2*entriesPerRead+100)
-	ds.ChunksPerTask = 1
+	ds := syntheticDataset(t, 2*entriesPerRead+100, 1)
 	if err := store.SaveDataset(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
