@@ -29,7 +29,7 @@ bench: build
 
 # A short smoke run of every fuzz target; run one longer with
 # `go test -run '^$$' -fuzz FuzzReadChunk -fuzztime 10m ./go/recordio`.
-FUZZPKGS := ./go/recordio ./go/etcdstore
+FUZZPKGS := ./go/recordio ./internal/etcdstore
 fuzz:
 	@for pkg in $(FUZZPKGS); do \
 		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \

@@ -13,8 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/client"
-	"github.com/trainmaster/master/go/dataset"
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/internal/dataset"
 )
 
 // report gathers what happened and what it proves.

@@ -18,9 +18,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/etcdembed"
-	"github.com/trainmaster/master/go/proc"
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/internal/etcdembed"
+	"github.com/trainmaster/master/internal/proc"
 )
 
 // cluster is every process of the run.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/etcdembed"
-	"github.com/trainmaster/master/go/proc"
+	"github.com/trainmaster/master/internal/etcdembed"
+	"github.com/trainmaster/master/internal/proc"
 )
 
 // TestDemo builds the binaries and runs the demo as a user would, small.

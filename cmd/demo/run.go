@@ -17,12 +17,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/trainmaster/master/go/client"
-	"github.com/trainmaster/master/go/dataset"
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/etcdembed"
-	"github.com/trainmaster/master/go/proc"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/etcdembed"
+	"github.com/trainmaster/master/internal/proc"
 )
 
 func run(ctx context.Context, o options, out io.Writer) error {

@@ -29,7 +29,7 @@ import (
 
 	"github.com/namsral/flag"
 
-	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/internal/etcdembed"
 )
 
 func main() {

@@ -17,8 +17,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/trainmaster/master/go/etcdembed"
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/etcdembed"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 var (

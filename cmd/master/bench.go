@@ -14,9 +14,9 @@ import (
 
 	"github.com/namsral/flag"
 
-	"github.com/trainmaster/master/go/etcdconn"
-	"github.com/trainmaster/master/go/etcdembed"
-	"github.com/trainmaster/master/go/masterbench"
+	"github.com/trainmaster/master/internal/etcdconn"
+	"github.com/trainmaster/master/internal/etcdembed"
+	"github.com/trainmaster/master/internal/masterbench"
 )
 
 // runBench is `master bench`: it measures this binary as a master against

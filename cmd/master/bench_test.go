@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/trainmaster/master/go/masterbench"
+	"github.com/trainmaster/master/internal/masterbench"
 )
 
 // TestBench runs a short `master bench` end to end: an embedded etcd, two

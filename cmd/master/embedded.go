@@ -8,7 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/internal/etcdembed"
 )
 
 // startEmbedded starts the embedded etcd in o.dataDir, points o at it and

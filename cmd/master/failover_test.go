@@ -17,9 +17,9 @@ import (
 
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 // dispatchLog records every task the trainers received, with when.
@@ -213,7 +213,7 @@ func TestDeposedLeaderIsFenced(t *testing.T) {
 	case err := <-held:
 		// Either its write was rejected ("master is not serving"), or it saw
 		// its session had expired first and closed the connection: never a task.
-		if err == nil || !(wire.Is(err, wire.ErrNotLeader) || strings.Contains(err.Error(), "shut down") ||
+		if err == nil || !(wire.Is(err, wire.TextNotServing) || strings.Contains(err.Error(), "shut down") ||
 			strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "reset by peer")) {
 			t.Fatalf("the deposed leader answered the held call with %v", err)
 		}
@@ -286,7 +286,7 @@ func TestRestartWithEmbeddedEtcd(t *testing.T) {
 	for {
 		var next wire.Task
 		err := call(t, addr, "Master.GetTask", wire.Task{}, &next)
-		if wire.Is(err, wire.ErrNoTask) {
+		if wire.Is(err, wire.TextNoTask) {
 			break
 		}
 		if err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/namsral/flag"
 
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/etcdconn"
-	"github.com/trainmaster/master/go/etcdstore"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/etcdconn"
+	"github.com/trainmaster/master/internal/etcdstore"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // inspection is what `master inspect -json` prints.

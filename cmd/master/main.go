@@ -27,10 +27,10 @@ import (
 	"github.com/namsral/flag"
 	"github.com/sirupsen/logrus"
 
-	"github.com/trainmaster/master/go/etcdconn"
-	"github.com/trainmaster/master/go/leader"
-	"github.com/trainmaster/master/go/master"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/etcdconn"
+	"github.com/trainmaster/master/internal/leader"
+	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 type options struct {

@@ -43,7 +43,7 @@ func TestProcessServesAndStopsOnSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var task wire.Task
-	if err := c.Call("Master.GetTask", wire.Task{}, &task); !wire.Is(err, wire.ErrNoDataset) {
+	if err := c.Call("Master.GetTask", wire.Task{}, &task); !wire.Is(err, wire.TextNoDataset) {
 		t.Fatalf("GetTask: %v", err)
 	}
 	c.Close()

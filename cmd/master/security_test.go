@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 // TestTLSAndAuth runs the master against an etcd that requires client

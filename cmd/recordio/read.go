@@ -9,8 +9,8 @@ import (
 
 	"github.com/namsral/flag"
 
-	"github.com/trainmaster/master/go/dataset"
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/internal/dataset"
 )
 
 func runCat(args []string, std stdio) error {

@@ -47,8 +47,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/etcdconn"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/etcdconn"
 )
 
 func main() {

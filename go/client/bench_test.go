@@ -14,8 +14,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/client"
-	"github.com/trainmaster/master/go/master"
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/internal/master"
 )
 
 // The benchmark dataset: benchFiles RecordIO files holding benchBytes of

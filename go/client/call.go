@@ -89,7 +89,7 @@ func (c *Client) classify(rc *rpc.Client, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &answer) && !wire.Is(err, wire.ErrNotLeader):
+	case errors.As(err, &answer) && !wire.Is(err, wire.TextNotServing):
 		return err
 	}
 	c.drop(rc)

@@ -102,7 +102,7 @@ func TestUnreadableTaskIsFailed(t *testing.T) {
 func TestAllPassesDoneEndsCleanly(t *testing.T) {
 	t.Run("at once", func(t *testing.T) {
 		h := setup(t, clienttest.Options{}, small, fast)
-		h.m.Fail("GetTask", wire.ErrAllDone, 1)
+		h.m.Fail("GetTask", wire.TextAllDone, 1)
 		recs, errs := loop{}.run(t, context.Background(), h.m, h.c)
 		if len(recs) != 0 || len(errs) != 0 {
 			t.Fatalf("%d records and errors %v, want none", len(recs), errs)
@@ -115,7 +115,7 @@ func TestAllPassesDoneEndsCleanly(t *testing.T) {
 		h := setup(t, clienttest.Options{}, small, fast)
 		l := loop{hooks: map[int]func(){7: func() {
 			waitFor(t, "task 2 dispatched", func() bool { return dispatched(h.m, 2) })
-			h.m.Fail("GetTask", wire.ErrAllDone, 1)
+			h.m.Fail("GetTask", wire.TextAllDone, 1)
 		}}}
 		recs, errs := l.run(t, context.Background(), h.m, h.c)
 		if len(errs) != 0 {
@@ -154,7 +154,7 @@ func TestWaitsForTheDataset(t *testing.T) {
 	if len(errs) > 0 || len(recs) != 8 {
 		t.Fatalf("%d records, errors %v", len(recs), errs)
 	}
-	if e := m.Events()[0]; e.Method != "GetTask" || e.Err != wire.ErrNoDataset {
+	if e := m.Events()[0]; e.Method != "GetTask" || e.Err != wire.TextNoDataset {
 		t.Errorf("first call: %+v", e)
 	}
 }
@@ -181,7 +181,7 @@ func TestContextEndsTheLoop(t *testing.T) {
 		timeout bool // a deadline instead of cancel
 	}{
 		{name: "in the loop body", at: 5},
-		{name: "waiting for a task", at: -1, setup: func(t *testing.T, h *harness) { h.m.Fail("GetTask", wire.ErrNoTask, 1000) }},
+		{name: "waiting for a task", at: -1, setup: func(t *testing.T, h *harness) { h.m.Fail("GetTask", wire.TextNoTask, 1000) }},
 		{name: "call without reply", at: -1, setup: func(t *testing.T, h *harness) { t.Cleanup(h.m.Gate("GetTask")) }},
 		{name: "master unreachable", at: -1, setup: func(t *testing.T, h *harness) { h.m.Stop() }},
 		{name: "deadline in a call without reply", at: -1, timeout: true, setup: func(t *testing.T, h *harness) { t.Cleanup(h.m.Gate("GetTask")) }},

@@ -96,9 +96,9 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 			return t, nil
 		case ctx.Err() != nil:
 			return t, context.Cause(ctx)
-		case wire.Is(err, wire.ErrAllDone):
+		case wire.Is(err, wire.TextAllDone):
 			return t, errEnd
-		case !wire.Is(err, wire.ErrNoTask) && !wire.Is(err, wire.ErrNoDataset):
+		case !wire.Is(err, wire.TextNoTask) && !wire.Is(err, wire.TextNoDataset):
 			return t, err
 		}
 		if err := s.idle(ctx, b, err); err != nil {
@@ -117,7 +117,7 @@ func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 	if recorded, err := s.flush(ctx); err != nil || recorded {
 		return err
 	}
-	if paths := s.c.reportedDataset(); paths != nil && wire.Is(why, wire.ErrNoDataset) {
+	if paths := s.c.reportedDataset(); paths != nil && wire.Is(why, wire.TextNoDataset) {
 		if err := s.c.ReportDataset(ctx, paths); err != nil {
 			return err
 		}
@@ -163,7 +163,7 @@ func (s *session) fail(ctx context.Context, t wire.Task, cause error) error {
 		return nil
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
-	case wire.Is(err, wire.ErrAllDone):
+	case wire.Is(err, wire.TextAllDone):
 		return errEnd
 	}
 	log.WithError(err).Warn("client: failure report rejected")

@@ -112,7 +112,7 @@ func TestPassEndNotDelayedByBackoff(t *testing.T) {
 	}
 	noTask := 0
 	for _, e := range h.m.Events() {
-		if e.Method == "GetTask" && e.Err == wire.ErrNoTask {
+		if e.Method == "GetTask" && e.Err == wire.TextNoTask {
 			noTask++
 		}
 	}
@@ -161,20 +161,20 @@ func TestTransientFaults(t *testing.T) {
 	}{{
 		name: "no task available",
 		before: func(t *testing.T, h *harness) {
-			h.m.Fail("GetTask", wire.ErrNoTask, 4)
+			h.m.Fail("GetTask", wire.TextNoTask, 4)
 		},
 		check: checkBackoff,
 	}, {
 		name: "no task available mid-pass",
 		at: map[int]func(*testing.T, *harness){
-			10: func(t *testing.T, h *harness) { h.m.Fail("GetTask", wire.ErrNoTask, 3) },
+			10: func(t *testing.T, h *harness) { h.m.Fail("GetTask", wire.TextNoTask, 3) },
 		},
 		check: checkBackoff,
 	}, {
 		name: "master is not serving",
 		before: func(t *testing.T, h *harness) {
-			h.m.Fail("GetTask", wire.ErrNotLeader, 2)
-			h.m.Fail("TaskFinished", wire.ErrNotLeader, 1)
+			h.m.Fail("GetTask", wire.TextNotServing, 2)
+			h.m.Fail("TaskFinished", wire.TextNotServing, 1)
 		},
 		check: func(t *testing.T, h *harness) {
 			// One resolve to report the dataset, then one per answer.
@@ -185,7 +185,7 @@ func TestTransientFaults(t *testing.T) {
 	}, {
 		name: "dataset not reported",
 		before: func(t *testing.T, h *harness) {
-			h.m.Fail("GetTask", wire.ErrNoDataset, 2)
+			h.m.Fail("GetTask", wire.TextNoDataset, 2)
 		},
 		check: func(t *testing.T, h *harness) {
 			if n := countCalls(h.m, "ReportDataset"); n != 3 {
@@ -282,7 +282,7 @@ func checkBackoff(t *testing.T, h *harness) {
 		if e.Method != "GetTask" {
 			continue
 		}
-		if prev != nil && prev.Err == wire.ErrNoTask && !recorded {
+		if prev != nil && prev.Err == wire.TextNoTask && !recorded {
 			waits++
 			if gap := e.At.Sub(prev.At); gap < fast.MinBackoff/2 {
 				t.Errorf("asked again %v after 'no task available'", gap)

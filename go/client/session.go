@@ -2,13 +2,12 @@ package client
 
 import (
 	"context"
-	"errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
 
 // errEnd is the final entry of a session whose master said all passes done.
-var errEnd = errors.New(wire.ErrAllDone)
+var errEnd = wire.ErrAllDone
 
 // loaded is a task read into memory, or with err set the final entry of out.
 type loaded struct {

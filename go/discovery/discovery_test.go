@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 func TestResolveWaitsForAPublishedAddress(t *testing.T) {

@@ -20,7 +20,10 @@
 // Report values.
 package wire
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // ServiceName is the name the master registers its RPC service under.
 const ServiceName = "Master"
@@ -85,21 +88,33 @@ func (r Report) String() string {
 	return "unknown report"
 }
 
-// The error texts of the contract. Errors cross net/rpc as strings; a client
-// tests for these with Is, which looks for the text inside the message.
+// The error texts of the contract. Errors cross net/rpc as strings, so the
+// texts are the contract: a client tests for them with Is, which looks for
+// the text inside the message (the master adds why after it). The Err
+// values below carry exactly these texts, for servers to wrap.
 const (
-	// ErrNoTask: no task can be handed out now but the pass is not over
+	// TextNoTask: no task can be handed out now but the pass is not over
 	// (tasks are pending elsewhere and may come back): retry later.
-	ErrNoTask = "no task available"
-	// ErrAllDone: every pass is over; training is finished.
-	ErrAllDone = "all passes done"
-	// ErrNoDataset: GetTask or a report came before any ReportDataset.
-	ErrNoDataset = "dataset not reported"
-	// ErrNotLeader: this master cannot serve the call now: it is not (or no
-	// longer) the leader, it is stopping, or it could not commit the change
-	// to etcd (nothing changed then). The client should find the current
-	// master and call again, with backoff.
-	ErrNotLeader = "master is not serving"
+	TextNoTask = "no task available"
+	// TextAllDone: every pass is over; training is finished.
+	TextAllDone = "all passes done"
+	// TextNoDataset: GetTask or a report came before any ReportDataset.
+	TextNoDataset = "dataset not reported"
+	// TextNotServing: this master cannot serve the call now: it is not (or
+	// no longer) the leader, it is stopping, or it could not commit the
+	// change to etcd (nothing changed then). The client should find the
+	// current master and call again, with backoff.
+	TextNotServing = "master is not serving"
+)
+
+// The contract's errors, one per text. A master wraps them with its reason
+// (fmt.Errorf("%w: %w", ErrNotServing, cause)); the text is what crosses
+// the wire.
+var (
+	ErrNoTask     = errors.New(TextNoTask)
+	ErrAllDone    = errors.New(TextAllDone)
+	ErrNoDataset  = errors.New(TextNoDataset)
+	ErrNotServing = errors.New(TextNotServing)
 )
 
 // Is reports whether err carries the contract text.

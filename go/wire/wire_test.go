@@ -12,10 +12,10 @@ func TestIs(t *testing.T) {
 		text string
 		want bool
 	}{
-		{rpc.ServerError("no task available"), ErrNoTask, true},
-		{errors.New("Master.GetTask: all passes done"), ErrAllDone, true},
-		{errors.New("dataset not reported"), ErrNoTask, false},
-		{nil, ErrNoTask, false},
+		{rpc.ServerError("no task available"), TextNoTask, true},
+		{errors.New("Master.GetTask: all passes done"), TextAllDone, true},
+		{errors.New("dataset not reported"), TextNoTask, false},
+		{nil, TextNoTask, false},
 	} {
 		if got := Is(tc.err, tc.text); got != tc.want {
 			t.Errorf("Is(%v, %q) = %v", tc.err, tc.text, got)

@@ -167,7 +167,7 @@ func (m *Master) track(c net.Conn) {
 }
 
 // Fail makes the next n calls of method ("GetTask", ...) answer an error
-// with text (e.g. wire.ErrNoTask) before doing anything else.
+// with text (e.g. wire.TextNoTask) before doing anything else.
 func (m *Master) Fail(method, text string, n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,7 +1,6 @@
 package clienttest
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -78,7 +77,7 @@ func (q *queue) startPass(pass int) {
 // get records finished, if any, then hands out the next task.
 func (q *queue) get(finished wire.Task, reply *wire.Task) (wire.Report, error) {
 	if q.tasks == nil {
-		return 0, errors.New(wire.ErrNoDataset)
+		return 0, wire.ErrNoDataset
 	}
 	var r wire.Report
 	if finished.Epoch != 0 {
@@ -88,11 +87,11 @@ func (q *queue) get(finished wire.Task, reply *wire.Task) (wire.Report, error) {
 		}
 	}
 	if q.allDone {
-		return r, errors.New(wire.ErrAllDone)
+		return r, wire.ErrAllDone
 	}
 	q.requeueExpired(time.Now())
 	if len(q.todo) == 0 {
-		return r, errors.New(wire.ErrNoTask)
+		return r, wire.ErrNoTask
 	}
 	i := q.todo[0]
 	q.todo = q.todo[1:]
@@ -124,7 +123,7 @@ func (q *queue) requeueExpired(now time.Time) {
 func (q *queue) check(t wire.Task) (stale bool, err error) {
 	switch {
 	case q.tasks == nil:
-		return false, errors.New(wire.ErrNoDataset)
+		return false, wire.ErrNoDataset
 	case t.Index < 0 || t.Index >= len(q.tasks) || t.Epoch < 1 || t.Pass > q.pass:
 		return false, fmt.Errorf("%w: task %d epoch %d pass %d", errBadReport, t.Index, t.Epoch, t.Pass)
 	}

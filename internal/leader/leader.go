@@ -24,9 +24,9 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/election"
-	"github.com/trainmaster/master/go/etcdstore"
-	"github.com/trainmaster/master/go/master"
+	"github.com/trainmaster/master/internal/election"
+	"github.com/trainmaster/master/internal/etcdstore"
+	"github.com/trainmaster/master/internal/master"
 )
 
 // Config configures Run.
@@ -155,7 +155,7 @@ func publish(ctx context.Context, cfg Config, lead *election.Leadership, addr st
 		return fmt.Errorf("leader: publish address: %w", err)
 	}
 	if !resp.Succeeded {
-		return election.ErrNotLeader
+		return master.ErrLeadershipLost
 	}
 	return nil
 }

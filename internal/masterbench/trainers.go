@@ -51,7 +51,7 @@ func runTrainers(ctx context.Context, addr string, trainers int, w window) (load
 		err := conns[i].Call(wire.ServiceName+".GetTask", prev[i], &next)
 		prev[i] = next // the zero task after an error: the finish was recorded
 		switch {
-		case wire.Is(err, wire.ErrNoTask):
+		case wire.Is(err, wire.TextNoTask):
 			time.Sleep(time.Millisecond) // as a trainer backs off
 			return false, nil
 		case err != nil:

@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Snapshot is the state a Store holds: nil Dataset means none was accepted.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // FuzzDecodeEntry: whatever bytes a task key holds, decoding errs or yields

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/taskqueue"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 var ctx = context.Background()
@@ -32,7 +32,7 @@ func TestReportDataset(t *testing.T) {
 	dir := t.TempDir()
 	pattern := writeDataset(t, dir, 3, 4) // 12 chunks
 	s, _ := newService(t, Config{ChunksPerTask: 5})
-	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.ErrNoDataset) {
+	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextNoDataset) {
 		t.Fatalf("GetTask before the dataset: %v", err)
 	}
 	// A failing call is not honoured, and names the problem.
@@ -89,11 +89,11 @@ func TestGetTaskCarriesFinish(t *testing.T) {
 	if err != nil || b.Index != 1 {
 		t.Fatalf("second task %+v %v", b, err)
 	}
-	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.ErrNoTask) {
+	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextNoTask) {
 		t.Fatalf("third call: %v, want no task available", err)
 	}
 	// Finishing a with no task left: the finish is recorded all the same.
-	if _, err := s.GetTask(ctx, a); !wire.Is(err, wire.ErrNoTask) {
+	if _, err := s.GetTask(ctx, a); !wire.Is(err, wire.TextNoTask) {
 		t.Fatalf("finish a: %v", err)
 	}
 	if st := s.Status(); st.Done != 1 {
@@ -149,7 +149,7 @@ func TestTimeoutThroughTheTimer(t *testing.T) {
 	if st := s.Status(); !st.AllDone {
 		t.Fatalf("discarding the last task did not end the pass: %+v", st)
 	}
-	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.ErrAllDone) {
+	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextAllDone) {
 		t.Fatalf("%v, want all passes done", err)
 	}
 }
@@ -194,7 +194,7 @@ func TestFailedCommitChangesNothing(t *testing.T) {
 	store.fail = true
 	// The caller is told to retry (the chaos run found trainers giving up on
 	// a plain error when etcd was briefly unavailable).
-	if _, err := s.GetTask(ctx, a); !wire.Is(err, wire.ErrNotLeader) || !strings.Contains(err.Error(), "etcd unavailable") {
+	if _, err := s.GetTask(ctx, a); !wire.Is(err, wire.TextNotServing) || !strings.Contains(err.Error(), "etcd unavailable") {
 		t.Fatalf("GetTask with a failing store: %v", err)
 	}
 	store.fail = false
@@ -248,15 +248,15 @@ func TestLostLeadershipStopsTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := s.GetTask(ctx, wire.Task{})
-	store.fail, store.err = true, fmt.Errorf("etcdstore: fenced write rejected: %w", ErrNotLeader)
-	if _, err := s.TaskFinished(ctx, a); !wire.Is(err, wire.ErrNotLeader) {
+	store.fail, store.err = true, fmt.Errorf("etcdstore: fenced write rejected: %w", ErrLeadershipLost)
+	if _, err := s.TaskFinished(ctx, a); !wire.Is(err, wire.TextNotServing) {
 		t.Fatalf("finish after losing the lock: %v", err)
 	}
-	if err := <-lost; !errors.Is(err, ErrNotLeader) {
+	if err := <-lost; !errors.Is(err, ErrLeadershipLost) {
 		t.Fatalf("Lost called with %v", err)
 	}
 	store.fail = false // even with the store writable again, the service stays stopped
-	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.ErrNotLeader) {
+	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextNotServing) {
 		t.Fatalf("GetTask after losing the lock: %v", err)
 	}
 	if st := s.Status(); st.DatasetReported {

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trainmaster/master/go/taskqueue"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // BenchmarkGetTaskLoopback measures GetTask round trips, each carrying the
@@ -53,7 +53,7 @@ func BenchmarkGetTaskLoopback(b *testing.B) {
 						err := c.Call("Master.GetTask", prev, &next)
 						prev = next // the zero Task after an error: the finish was recorded
 						switch {
-						case wire.Is(err, wire.ErrNoTask): // the end of a pass: others hold the last tasks
+						case wire.Is(err, wire.TextNoTask): // the end of a pass: others hold the last tasks
 						case err != nil:
 							b.Error(err)
 							return

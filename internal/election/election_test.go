@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 func newSession(t *testing.T, cli *clientv3.Client) *concurrency.Session {

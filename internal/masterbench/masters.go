@@ -12,8 +12,8 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/proc"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/proc"
 )
 
 // masters starts master processes of one job.

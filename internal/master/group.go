@@ -5,7 +5,7 @@ import (
 
 	"github.com/pkg/errors"
 
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // A group is a run of queue changes committed to the Store together, in one

@@ -14,11 +14,11 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/client"
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/master"
 	"github.com/trainmaster/master/go/recordio"
-	"github.com/trainmaster/master/go/taskqueue"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // consumption is what the trainers of an end-to-end run consumed: per pass
@@ -37,7 +37,7 @@ func (c *consumption) add(pass, task int, d client.Digest) {
 // copyFixtures copies the reference RecordIO files into dir.
 func copyFixtures(t *testing.T, dir string) {
 	t.Helper()
-	paths, err := filepath.Glob("../recordio/testdata/*.recordio")
+	paths, err := filepath.Glob("../../go/recordio/testdata/*.recordio")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("fixtures: %v %v", paths, err)
 	}

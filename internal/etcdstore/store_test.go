@@ -13,11 +13,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/election"
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
-	"github.com/trainmaster/master/go/master"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/election"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 var ctx = context.Background()
@@ -131,7 +131,7 @@ func TestRoundTripThroughTheService(t *testing.T) {
 }
 
 // TestFencedWriteAfterLosingTheLock: once the lock key is gone, writes are
-// rejected with master.ErrNotLeader and nothing is written.
+// rejected with master.ErrLeadershipLost and nothing is written.
 func TestFencedWriteAfterLosingTheLock(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	store, l := lead(t, cli, "")
@@ -148,10 +148,10 @@ func TestFencedWriteAfterLosingTheLock(t *testing.T) {
 	}
 	before, _ := cli.Get(ctx, "/task_queues/", clientv3.WithPrefix())
 	err := store.Commit(ctx, taskqueue.Change{Pass: 1, PassChanged: true, Records: []taskqueue.Record{{Index: 1, Entry: taskqueue.Entry{Queue: taskqueue.Todo}}}})
-	if !errors.Is(err, master.ErrNotLeader) {
-		t.Fatalf("stale commit: %v, want master.ErrNotLeader", err)
+	if !errors.Is(err, master.ErrLeadershipLost) {
+		t.Fatalf("stale commit: %v, want master.ErrLeadershipLost", err)
 	}
-	if err := store.SaveDataset(ctx, ds); !errors.Is(err, master.ErrNotLeader) {
+	if err := store.SaveDataset(ctx, ds); !errors.Is(err, master.ErrLeadershipLost) {
 		t.Fatalf("stale dataset save: %v", err)
 	}
 	after, _ := cli.Get(ctx, "/task_queues/", clientv3.WithPrefix())

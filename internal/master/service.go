@@ -10,9 +10,9 @@ import (
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/taskqueue"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Config configures a Service. Zero fields take the defaults.
@@ -29,14 +29,14 @@ type Config struct {
 	// transaction (128 operations by default) with the pass key.
 	GroupRecords int
 	// Lost is called, once and from its own goroutine, when the Store
-	// reports ErrNotLeader: the service has already stopped answering.
+	// reports ErrLeadershipLost: the service has already stopped answering.
 	Lost func(error)
 }
 
-// ErrNotLeader is what a Store wraps when it rejects a write because this
+// ErrLeadershipLost is what a Store wraps when it rejects a write because this
 // master no longer holds the lock. The service stops at once, keeps nothing
-// of its state and answers every call with wire.ErrNotLeader.
-var ErrNotLeader = errors.New("master: leadership lost")
+// of its state and answers every call with wire.TextNotServing.
+var ErrLeadershipLost = errors.New("master: leadership lost")
 
 // Defaults of Config.
 const (
@@ -117,7 +117,7 @@ func (s *Service) reload(ctx context.Context) error {
 }
 
 // Close stops the expiry timer and drops the state; the service answers
-// every call with wire.ErrNotLeader afterwards.
+// every call with wire.TextNotServing afterwards.
 func (s *Service) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,7 +127,7 @@ func (s *Service) Close() {
 func (s *Service) stopLocked() {
 	s.closed = true
 	s.ds, s.q = nil, nil
-	s.failGroups(errors.New(wire.ErrNotLeader))
+	s.failGroups(wire.ErrNotServing)
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
@@ -219,9 +219,9 @@ func (s *Service) dispatch() (wire.Task, taskqueue.Change, func(), error) {
 	task, epoch, ch, err := s.q.Dispatch(s.cfg.Clock.Now())
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
-		return wire.Task{}, ch, nil, errors.New(wire.ErrNoTask)
+		return wire.Task{}, ch, nil, wire.ErrNoTask
 	case errors.Is(err, taskqueue.ErrAllDone):
-		return wire.Task{}, ch, nil, errors.New(wire.ErrAllDone)
+		return wire.Task{}, ch, nil, wire.ErrAllDone
 	case err != nil:
 		return wire.Task{}, ch, nil, err
 	}
@@ -326,24 +326,24 @@ func (s *Service) expire() {
 // service stops; after any other failure it reloads before the next call.
 // Called with s.mu held.
 func (s *Service) storeFailed(err error) error {
-	if !errors.Is(err, ErrNotLeader) {
+	if !errors.Is(err, ErrLeadershipLost) {
 		s.cfg.Log.WithError(err).Error("store write failed; the callers get the error and the state is reloaded before the next call")
 		s.stale = true
 		// Clients retry on this text: the master cannot serve the call now.
-		return errors.Errorf("%s: %v", wire.ErrNotLeader, err)
+		return errors.Errorf("%s: %v", wire.TextNotServing, err)
 	}
 	s.cfg.Log.WithError(err).Error("leadership lost: stopped serving, state dropped")
 	s.stopLocked()
 	if s.cfg.Lost != nil {
 		go s.cfg.Lost(err)
 	}
-	return errors.Errorf("%s: %v", wire.ErrNotLeader, err)
+	return errors.Errorf("%s: %v", wire.TextNotServing, err)
 }
 
 // ready reloads the state after a failed commit.
 func (s *Service) ready(ctx context.Context) error {
 	if s.closed {
-		return errors.New(wire.ErrNotLeader)
+		return wire.ErrNotServing
 	}
 	if s.stale {
 		if err := s.reload(ctx); err != nil {
@@ -358,7 +358,7 @@ func (s *Service) readyWithDataset(ctx context.Context) error {
 		return err
 	}
 	if s.q == nil {
-		return errors.New(wire.ErrNoDataset)
+		return wire.ErrNoDataset
 	}
 	return nil
 }

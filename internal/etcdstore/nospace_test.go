@@ -10,11 +10,11 @@ import (
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/trainmaster/master/go/etcdembed"
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
-	"github.com/trainmaster/master/go/master"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/etcdembed"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/master"
 )
 
 // TestOutOfSpace: etcd's space quota is exhausted mid-job. The master's

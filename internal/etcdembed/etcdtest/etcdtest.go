@@ -18,7 +18,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/trainmaster/master/go/etcdembed"
+	"github.com/trainmaster/master/internal/etcdembed"
 )
 
 // DialTimeout is the DialTimeout of the clients made here.

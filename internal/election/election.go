@@ -31,7 +31,6 @@ import (
 // Errors of the package.
 var (
 	ErrSessionExpired = errors.New("election: session expired")
-	ErrNotLeader      = errors.New("election: not leader")
 )
 
 // Leadership is a won election: the winner's key and its create revision.

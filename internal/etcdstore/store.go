@@ -15,9 +15,9 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/master"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Limits of one transaction, under etcd's defaults of 128 operations and
@@ -172,7 +172,7 @@ func (s *Store) txn(ctx context.Context, ops []clientv3.Op) error {
 	}
 	if !resp.Succeeded {
 		s.stats.Rejected.Add(1)
-		return errors.Wrap(master.ErrNotLeader, "etcdstore: fenced write rejected: this master's lock key is gone or was re-created")
+		return errors.Wrap(master.ErrLeadershipLost, "etcdstore: fenced write rejected: this master's lock key is gone or was re-created")
 	}
 	s.stats.Txns.Add(1)
 	for _, op := range ops {

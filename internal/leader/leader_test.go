@@ -13,9 +13,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/discovery"
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 // run starts Run in the background and returns the channel of the
@@ -96,7 +96,7 @@ func TestStepsDownWhenItsLockGoes(t *testing.T) {
 	defer c.Close()
 	var dummy int
 	err = c.Call("Master.ReportDataset", []string{path}, &dummy) // saving the dataset is a write
-	if !wire.Is(err, wire.ErrNotLeader) {
+	if !wire.Is(err, wire.TextNotServing) {
 		t.Fatalf("a deposed leader answered %v", err)
 	}
 	again := await(t, serving, 15*time.Second) // alone, it wins the next election

@@ -10,9 +10,9 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/master"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // ErrFormat is wrapped by Load when the stored state is of an unknown

@@ -1,7 +1,7 @@
 // Package etcdstore keeps the master's queues in etcd, fenced by the
 // master's lock: every write is one transaction conditioned on the leader's
 // key still having the create revision it had when the master won. A write
-// rejected by that condition returns an error wrapping master.ErrNotLeader
+// rejected by that condition returns an error wrapping master.ErrLeadershipLost
 // and is never retried.
 //
 // The layout under <namespace>/task_queues/ is meant to be read by people

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/taskqueue"
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // gateStore holds each commit until the test lets it through, and records
@@ -147,7 +147,7 @@ func TestAFailedCommitFailsEverythingBuiltOnIt(t *testing.T) {
 	assertNoReply(t, none)
 	store.release <- errors.New("etcd unavailable")
 	for _, out := range []chan result{first, rest, rest, none} {
-		if r := <-out; !wire.Is(r.err, wire.ErrNotLeader) {
+		if r := <-out; !wire.Is(r.err, wire.TextNotServing) {
 			t.Fatalf("a call built on the failed commit got %+v", r)
 		}
 	}

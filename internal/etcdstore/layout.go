@@ -9,8 +9,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/trainmaster/master/go/dataset"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Format is the version of the layout this package writes. A store holding

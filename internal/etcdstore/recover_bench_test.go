@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/etcdembed/etcdtest"
-	"github.com/trainmaster/master/go/taskqueue"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // BenchmarkRecoverMillion measures what a new leader does before it serves
