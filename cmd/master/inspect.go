@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,7 +94,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if ds := snap.Dataset; ds != nil {
 		in.Dataset = &datasetSummary{Patterns: ds.Patterns, Files: len(ds.Files), Chunks: ds.NumChunks(),
 			Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords()}
-		in.summarise(snap.Pass, ds.NumTasks(), snap.Records)
+		if err := in.summarise(snap.Pass, ds.NumTasks(), snap.Entries); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -106,10 +109,13 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // summarise counts the queues of the current pass and lists pending and
 // failed tasks; a task without an entry of this pass is in Todo.
-func (in *inspection) summarise(pass, tasks int, records []taskqueue.Record) {
+func (in *inspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Record, error]) error {
 	in.Pass = pass
 	in.Counts["todo"] = tasks
-	for _, r := range records {
+	for r, err := range records {
+		if err != nil {
+			return err
+		}
 		if r.Pass == pass-1 && r.Queue == taskqueue.Failed {
 			in.FailedLastPass = append(in.FailedLastPass, taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error})
 		}
@@ -131,6 +137,7 @@ func (in *inspection) summarise(pass, tasks int, records []taskqueue.Record) {
 	sortTasks(in.Pending)
 	sortTasks(in.Failed)
 	sortTasks(in.FailedLastPass)
+	return nil
 }
 
 func sortTasks(ts []taskSummary) {

@@ -43,9 +43,16 @@ type Task struct {
 	Epoch  int // dispatch generation of this task within its pass, from 1; 0 means "no task"
 	Pass   int // pass of this dispatch, from 0
 	Blocks []Block
-	// Error says why the task failed; trainers set it with TaskFailed.
+	// Error says why the task failed; trainers set it with TaskFailed. The
+	// master keeps and logs at most MaxErrorBytes of it.
 	Error string
 }
+
+// MaxErrorBytes is how much of a failure reason (Task.Error) the master
+// keeps: a longer one is cut to its first MaxErrorBytes bytes, with its
+// length noted. The reason is stored in etcd with the task, so its size is
+// bounded whatever a trainer sends.
+const MaxErrorBytes = 1024
 
 // Status is the master's progress, as Master.Status returns it.
 type Status struct {

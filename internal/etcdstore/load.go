@@ -45,9 +45,11 @@ func (s *Store) Load(ctx context.Context) (*master.Snapshot, error) {
 	if snap.Pass, err = s.loadPass(ctx, rev); err != nil {
 		return nil, err
 	}
-	if snap.Records, err = s.loadEntries(ctx, m.Tasks, rev); err != nil {
+	records, err := s.loadEntries(ctx, m.Tasks, rev)
+	if err != nil {
 		return nil, err
 	}
+	snap.Entries = taskqueue.Stored(records)
 	return snap, nil
 }
 

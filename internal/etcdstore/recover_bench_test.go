@@ -50,12 +50,12 @@ func BenchmarkRecoverMillion(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		q, err := taskqueue.Restore(taskqueue.Config{}, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Records, time.Now())
+		q, err := taskqueue.Restore(taskqueue.Config{}, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, time.Now())
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "s/recovery")
-		snap.Records = nil
+		snap = nil
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-held")

@@ -107,7 +107,7 @@ func TestRoundTripThroughTheService(t *testing.T) {
 	if snap.Dataset.NumChunks() != 95 || snap.Dataset.NumTasks() != 10 || snap.Dataset.Files[99] != ds.Files[99] || snap.Pass != 1 {
 		t.Fatalf("loaded dataset of %d chunks, pass %d", snap.Dataset.NumChunks(), snap.Pass)
 	}
-	r, err := taskqueue.Restore(cfg, 10, snap.Dataset.TaskRecords, snap.Pass, snap.Records, now)
+	r, err := taskqueue.Restore(cfg, 10, snap.Dataset.TaskRecords, snap.Pass, snap.Entries, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +220,8 @@ func TestLargeDataset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if snap.Dataset.NumChunks() != n || len(snap.Records) != dispatches {
-			t.Fatalf("%d chunks: loaded %d chunks and %d entries", n, snap.Dataset.NumChunks(), len(snap.Records))
+		if records := entries(t, snap); snap.Dataset.NumChunks() != n || len(records) != dispatches {
+			t.Fatalf("%d chunks: loaded %d chunks and %d entries", n, snap.Dataset.NumChunks(), len(records))
 		}
 		t.Logf("%d chunks: saved in %v, loaded in %v, %d bytes per dispatch", n, saved.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), perDispatch[n])
 	}
@@ -317,7 +317,7 @@ func TestLoadReadsEveryRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []int
-	for _, r := range snap.Records {
+	for _, r := range entries(t, snap) {
 		got = append(got, r.Index)
 	}
 	if !slices.Equal(got, tasks) {
@@ -335,4 +335,17 @@ func TestLoadReadsEveryRange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entries reads every entry of a snapshot.
+func entries(t testing.TB, snap *master.Snapshot) []taskqueue.Record {
+	t.Helper()
+	var records []taskqueue.Record
+	for r, err := range snap.Entries {
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, r)
+	}
+	return records
 }

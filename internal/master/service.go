@@ -105,7 +105,7 @@ func (s *Service) reload(ctx context.Context) error {
 	}
 	s.ds, s.q, s.stale = nil, nil, false
 	if snap.Dataset != nil {
-		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Records, s.cfg.Clock.Now())
+		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
 		if err != nil {
 			return errors.Wrap(err, "master: restore queues")
 		}

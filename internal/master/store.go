@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"iter"
 	"sync"
 
 	"github.com/trainmaster/master/internal/dataset"
@@ -12,7 +13,11 @@ import (
 type Snapshot struct {
 	Dataset *dataset.Dataset
 	Pass    int
-	Records []taskqueue.Record
+	// Entries yields the stored task entries, in any order, reading them as
+	// they are taken (taskqueue.Restore), so that a store need never hold
+	// them all at once; a read that fails ends it with the error. It may be
+	// ranged over once, and only within the Load call's context.
+	Entries iter.Seq2[taskqueue.Record, error]
 }
 
 // Store keeps the queue state durable. The service calls its methods one
@@ -66,11 +71,11 @@ func (m *MemoryStore) Commit(_ context.Context, ch taskqueue.Change) error {
 func (m *MemoryStore) Load(context.Context) (*Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	snap := &Snapshot{Dataset: m.ds, Pass: m.pass}
+	records := make([]taskqueue.Record, 0, len(m.records))
 	for _, r := range m.records {
-		snap.Records = append(snap.Records, r)
+		records = append(records, r)
 	}
-	return snap, nil
+	return &Snapshot{Dataset: m.ds, Pass: m.pass, Entries: taskqueue.Stored(records)}, nil
 }
 
 // Commits returns how many changes were committed.

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -116,12 +118,18 @@ func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error
 	return Restore(cfg, numTasks, records, 0, nil, time.Time{})
 }
 
-// Restore rebuilds queues from a stored pass and the stored entries (entries
-// of other passes are ignored). Pending tasks get a fresh timeout from now:
-// their trainers may have been cut off from the master while it changed, and
-// deserve the time to report. The moving average starts empty, so that
-// timeout is Config.Timeout until MinSamples dispatches have finished.
-func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored []Record, now time.Time) (*Queues, error) {
+// Restore rebuilds queues from a stored pass and the stored entries, taken
+// one at a time from stored (nil: none) so that they are never all held at
+// once; entries of other passes are ignored. A stored pass beyond
+// cfg.Passes (the job was restarted with fewer passes) means every pass is
+// done. Every entry of the current pass is checked (CheckRecord) and the
+// first bad one, or the first error stored yields, is returned.
+//
+// Pending tasks get a fresh timeout from now: their trainers may have been
+// cut off from the master while it changed, and deserve the time to report.
+// The moving average starts empty, so that timeout is Config.Timeout until
+// MinSamples dispatches have finished.
+func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored iter.Seq2[Record, error], now time.Time) (*Queues, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -129,32 +137,73 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 	if numTasks <= 0 {
 		return nil, fmt.Errorf("taskqueue: %d tasks: a dataset needs at least one", numTasks)
 	}
-	if pass < 0 || pass > cfg.Passes {
-		return nil, fmt.Errorf("taskqueue: stored pass %d is outside 0..%d", pass, cfg.Passes)
+	if pass < 0 || pass > math.MaxInt32 {
+		return nil, fmt.Errorf("taskqueue: stored pass %d is negative or too large", pass)
 	}
+	pass = min(pass, cfg.Passes)
 	q := &Queues{cfg: cfg, records: records, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window)}
 	for i := range q.entries {
 		q.entries[i].pass = -1
 	}
 	q.startPass(pass)
-	for _, r := range stored {
-		if r.Index < 0 || r.Index >= numTasks {
-			return nil, fmt.Errorf("taskqueue: stored entry for task %d, dataset has %d tasks", r.Index, numTasks)
+	if stored != nil {
+		for r, err := range stored {
+			if err != nil {
+				return nil, err
+			}
+			if err := q.restoreRecord(r, now); err != nil {
+				return nil, err
+			}
 		}
-		if r.Pass != pass || pass == cfg.Passes {
-			continue
-		}
-		if r.Queue > Failed {
-			return nil, fmt.Errorf("taskqueue: stored entry for task %d has unknown queue %d", r.Index, r.Queue)
-		}
-		if r.Queue == Pending {
-			r.Dispatched, r.Deadline = now, now.Add(q.cfg.Timeout)
-		}
-		q.set(r.Index, r.Entry)
-		q.nextSeq = max(q.nextSeq, r.Seq+1)
 	}
 	q.rebuildTodo()
 	return q, nil
+}
+
+// restoreRecord puts one stored entry back, if it is of the current pass.
+func (q *Queues) restoreRecord(r Record, now time.Time) error {
+	if err := CheckRecord(r, len(q.entries)); err != nil {
+		return err
+	}
+	if r.Pass != q.pass || q.AllDone() {
+		return nil
+	}
+	if r.Queue == Pending {
+		r.Dispatched, r.Deadline = now, now.Add(q.cfg.Timeout)
+	}
+	r.Error = truncateReason(r.Error)
+	q.set(r.Index, r.Entry)
+	q.nextSeq = max(q.nextSeq, r.Seq+1)
+	return nil
+}
+
+// ErrBadEntry is wrapped by CheckRecord's errors.
+var ErrBadEntry = errors.New("taskqueue: stored entry not valid")
+
+// CheckRecord tells whether a stored entry is one that the operations of
+// this package can have written for a dataset of numTasks tasks: a task
+// that exists, a known queue, and counters that are not negative, fit the
+// queues' 32-bit slots, and agree (every entry is written by a dispatch or
+// after one, so its epoch is at least 1 and at least its timeouts).
+func CheckRecord(r Record, numTasks int) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: task %d: %s", ErrBadEntry, r.Index, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.Index < 0 || r.Index >= numTasks:
+		return bad("the dataset has %d tasks", numTasks)
+	case r.Queue > Failed:
+		return bad("unknown queue %d", r.Queue)
+	case r.Pass < 0 || r.Pass > math.MaxInt32:
+		return bad("pass %d", r.Pass)
+	case r.Epoch < 1 || r.Epoch > math.MaxInt32:
+		return bad("epoch %d (want 1 to %d)", r.Epoch, math.MaxInt32)
+	case r.Timeouts < 0 || r.Timeouts > r.Epoch:
+		return bad("%d timeouts in %d dispatches", r.Timeouts, r.Epoch)
+	case r.Seq < 0:
+		return bad("todo order %d", r.Seq)
+	}
+	return nil
 }
 
 // startPass makes every task untouched in pass p.
@@ -268,7 +317,8 @@ func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Chan
 }
 
 // Fail records that the current dispatch of the task failed; like a timeout,
-// it sends the task back to Todo, or to Failed past MaxTimeouts.
+// it sends the task back to Todo, or to Failed past MaxTimeouts. The reason
+// is kept cut to wire.MaxErrorBytes.
 func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {
@@ -280,7 +330,7 @@ func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change
 	case e.Queue != Pending || e.Epoch != epoch:
 		return wire.Superseded, Change{}, nil
 	}
-	return wire.Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, reason))), nil
+	return wire.Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, truncateReason(reason)))), nil
 }
 
 // Expire sends every pending task whose deadline is not after now back to
@@ -349,4 +399,16 @@ func (q *Queues) change(task int, e Entry) Change {
 	}
 	ch.Pass = q.pass
 	return ch
+}
+
+// Stored yields records as Restore takes them, for stores that hold their
+// entries in memory.
+func Stored(records []Record) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for _, r := range records {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
 }

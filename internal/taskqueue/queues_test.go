@@ -2,8 +2,11 @@ package taskqueue
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -370,7 +373,7 @@ func TestRestore(t *testing.T) {
 		records = append(records, r)
 	}
 	later := t0.Add(time.Hour)
-	r, err := Restore(cfg, 5, tenRecords, pass, records, later)
+	r, err := Restore(cfg, 5, tenRecords, pass, Stored(records), later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,11 +389,68 @@ func TestRestore(t *testing.T) {
 			t.Fatalf("restored queue dispatched %d, want %d", task, want)
 		}
 	}
-	if _, err := Restore(cfg, 5, tenRecords, 4, nil, t0); err == nil {
-		t.Fatal("a stored pass past the last was accepted")
+	// A job restarted with fewer passes than it already ran is over.
+	if r, err := Restore(cfg, 5, tenRecords, 4, nil, t0); err != nil || !r.AllDone() || r.Pass() != 3 {
+		t.Fatalf("stored pass 4 of 3: %v; want all done at pass 3", err)
 	}
-	if _, err := Restore(cfg, 5, tenRecords, 0, []Record{{Index: 9}}, t0); err == nil {
-		t.Fatal("an entry for a task past the end was accepted")
+}
+
+// TestRestoreRefusesBadEntries: every entry is checked against the dataset
+// and the package's own invariants; the first bad one is refused by task.
+func TestRestoreRefusesBadEntries(t *testing.T) {
+	ok := Entry{Pass: 0, Queue: Pending, Epoch: 2, Timeouts: 1, Seq: 7}
+	for _, tc := range []struct {
+		name string
+		edit func(r *Record)
+		want string
+	}{
+		{"task past the end", func(r *Record) { r.Index = 5 }, "task 5: the dataset has 5 tasks"},
+		{"negative task", func(r *Record) { r.Index = -1 }, "task -1: the dataset has 5 tasks"},
+		{"negative epoch", func(r *Record) { r.Epoch = -3 }, "epoch -3"},
+		{"epoch zero", func(r *Record) { r.Epoch = 0 }, "epoch 0"},
+		{"epoch past 32 bits", func(r *Record) { r.Epoch = 1 << 40 }, "epoch 1099511627776"},
+		{"more timeouts than dispatches", func(r *Record) { r.Timeouts = 3 }, "3 timeouts in 2 dispatches"},
+		{"negative timeouts", func(r *Record) { r.Timeouts = -1 }, "-1 timeouts"},
+		{"unknown queue", func(r *Record) { r.Queue = 9 }, "unknown queue 9"},
+		{"negative seq", func(r *Record) { r.Seq = -2 }, "todo order -2"},
+		{"negative pass", func(r *Record) { r.Pass = -1 }, "pass -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Record{Index: 1, Entry: ok}
+			tc.edit(&r)
+			_, err := Restore(Config{}, 5, tenRecords, 0, Stored([]Record{{Index: 0, Entry: ok}, r}), t0)
+			if !errors.Is(err, ErrBadEntry) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("restore: %v; want ErrBadEntry saying %q", err, tc.want)
+			}
+		})
+	}
+	failing := func(yield func(Record, error) bool) { yield(Record{}, errors.New("read failed")) }
+	if _, err := Restore(Config{}, 5, tenRecords, 0, failing, t0); err == nil || err.Error() != "read failed" {
+		t.Fatalf("restore from a failing source: %v", err)
+	}
+}
+
+// TestFailureReasonIsBounded: a reason of any length is kept cut to
+// wire.MaxErrorBytes, at a UTF-8 boundary, saying how long it was.
+func TestFailureReasonIsBounded(t *testing.T) {
+	for _, n := range []int{0, wire.MaxErrorBytes, wire.MaxErrorBytes + 1, 800 << 10} {
+		q := newQueues(t, Config{}, 1)
+		task, epoch := dispatch(t, q, t0)
+		reason := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
+		_, ch, err := q.Fail(task, 0, epoch, reason)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ch.Records[0].Error
+		if len(got) > wire.MaxErrorBytes+100 || !utf8.ValidString(got) {
+			t.Fatalf("reason of %d bytes kept as %d bytes (valid UTF-8: %v)", n, len(got), utf8.ValidString(got))
+		}
+		if cut := n > wire.MaxErrorBytes; cut != strings.Contains(got, fmt.Sprintf("(%d bytes, cut to %d)", n, wire.MaxErrorBytes)) {
+			t.Fatalf("reason of %d bytes kept as %q", n, got[max(0, len(got)-60):])
+		}
+		if q.Entry(task).Error != got {
+			t.Fatal("the queues keep another reason than the change carries")
+		}
 	}
 }
 
