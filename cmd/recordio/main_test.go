@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,7 +131,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"write", "-o", "x", "-compressor", "lz4"}, 2, `unknown compressor "lz4"`},
 		{[]string{"write", "-o", "x", "-max-chunk-bytes", "0"}, 2, "must be positive"},
 		{[]string{"cat"}, 2, "no FILE given"},
-		{[]string{"cat", "/no/such/file.rio"}, 1, "/no/such/file.rio: no such file"},
+		{[]string{"cat", "/no/such/file.rio"}, 1, `"/no/such/file.rio": no such file`},
 		{[]string{"stat", "/no/such/*.rio"}, 1, `pattern "/no/such/*.rio" matches no file`},
 		{[]string{"verify", "-bogus", "f"}, 2, "flag provided but not defined: -bogus"},
 	} {
@@ -139,4 +140,59 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("recordio %q: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
 	}
+}
+
+// TestArgumentOrder checks that cat, stat and verify take the files in the
+// order given: a file named explicitly where it is named (twice if named
+// twice), a glob's matches sorted.
+func TestArgumentOrder(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a", "b", "c"} {
+		path := filepath.Join(dir, name+".rio")
+		if code, _, stderr := runCmd(t, name+"1\n"+name+"2\n", "write", "-o", path); code != 0 {
+			t.Fatalf("write: %s", stderr)
+		}
+	}
+	j := func(name string) string { return filepath.Join(dir, name) }
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		order string // the files' names in the order their output must come
+	}{
+		{"explicit, reverse", []string{j("c.rio"), j("a.rio")}, "ca"},
+		{"explicit, sorted", []string{j("a.rio"), j("b.rio")}, "ab"},
+		{"glob", []string{j("*.rio")}, "abc"},
+		{"explicit then glob", []string{j("c.rio"), j("[ab].rio")}, "cab"},
+		{"named twice", []string{j("b.rio"), j("a.rio"), j("b.rio")}, "bab"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cat, stat, verify strings.Builder
+			for _, f := range tc.order {
+				path := j(string(f) + ".rio")
+				fmt.Fprintf(&cat, "%c1\n%c2\n", f, f)
+				fmt.Fprintf(&stat, "%s\t2 records\t1 chunks\t", path)
+				fmt.Fprintf(&verify, "%s: ok, 2 records in 1 chunks\n", path)
+			}
+			if code, stdout, stderr := runCmd(t, "", append([]string{"cat"}, tc.args...)...); code != 0 || stdout != cat.String() {
+				t.Fatalf("cat: %d %q %s; want %q", code, stdout, stderr, cat.String())
+			}
+			code, stdout, stderr := runCmd(t, "", append([]string{"stat"}, tc.args...)...)
+			if got := statOrder(stdout); code != 0 || got != stat.String() {
+				t.Fatalf("stat: %d %q %s; want %q", code, got, stderr, stat.String())
+			}
+			if code, stdout, stderr := runCmd(t, "", append([]string{"verify"}, tc.args...)...); code != 0 || stdout != verify.String() {
+				t.Fatalf("verify: %d %q %s; want %q", code, stdout, stderr, verify.String())
+			}
+		})
+	}
+}
+
+// statOrder drops the byte counts of stat's lines, which depend on the
+// compressor, keeping each line up to them.
+func statOrder(stdout string) string {
+	var b strings.Builder
+	for line := range strings.Lines(stdout) {
+		b.WriteString(line[:strings.LastIndexByte(line, '\t')+1])
+	}
+	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/namsral/flag"
 
@@ -113,16 +112,16 @@ func runVerify(args []string, std stdio) error {
 // verifyFile reads every chunk of path. A bad header stops the walk (the next
 // chunk cannot be found); a bad payload is reported and the walk goes on.
 func verifyFile(path string) (records, chunks int, errs []error) {
-	ix, err := recordio.IndexFile(path)
-	if err != nil {
-		return 0, 0, []error{err}
-	}
-	f, err := os.Open(path)
+	f, size, err := recordio.OpenFile(path)
 	if err != nil {
 		return 0, 0, []error{err}
 	}
 	defer f.Close()
-	r := recordio.NewReader(f, ix.Size, path)
+	ix, err := recordio.ScanIndex(f, size, path)
+	if err != nil {
+		return 0, 0, []error{err}
+	}
+	r := recordio.NewReader(f, size, path)
 	for i, c := range ix.Chunks {
 		recs, _, err := r.ReadChunk(i, c.Offset)
 		if err != nil {
@@ -134,7 +133,10 @@ func verifyFile(path string) (records, chunks int, errs []error) {
 	return records, len(ix.Chunks), errs
 }
 
-// parseFiles parses the flags and expands the FILE arguments.
+// parseFiles parses the flags and expands the FILE arguments in the order
+// given: a file named explicitly where it is named, a glob's matches sorted,
+// and a file named twice twice, as cat(1) would. (A dataset is the union of
+// its patterns, sorted; a command line is not a dataset.)
 func parseFiles(fs *flag.FlagSet, args []string) ([]string, error) {
 	if err := parse(fs, args); err != nil {
 		return nil, err
@@ -142,5 +144,13 @@ func parseFiles(fs *flag.FlagSet, args []string) ([]string, error) {
 	if fs.NArg() == 0 {
 		return nil, errUsage{"no FILE given"}
 	}
-	return dataset.Expand(fs.Args())
+	var paths []string
+	for _, arg := range fs.Args() {
+		matches, err := dataset.Expand([]string{arg})
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, matches...)
+	}
+	return paths, nil
 }

@@ -70,9 +70,17 @@ func (h header) encode(dst []byte) {
 }
 
 // decodeHeader parses a 20-byte header, checking the magic and compressor.
-func decodeHeader(b []byte) (header, error) {
-	if m := binary.LittleEndian.Uint32(b); m != magic {
-		return header{}, fmt.Errorf("%w: found %#08x, want %#08x", ErrBadMagic, m, magic)
+// chunk is the header's chunk number in its file. The errors say nothing of
+// what the header holds instead of a magic or compressor: the bytes may be
+// those of a file that is not RecordIO at all, and errors reach whoever
+// named the file (a trainer reporting a dataset), who must learn nothing of
+// its contents.
+func decodeHeader(b []byte, chunk int) (header, error) {
+	if binary.LittleEndian.Uint32(b) != magic {
+		if chunk == 0 {
+			return header{}, fmt.Errorf("%w: not a RecordIO file", ErrBadMagic)
+		}
+		return header{}, fmt.Errorf("%w: no chunk header where chunk %d should start, the file is damaged from here", ErrBadMagic, chunk)
 	}
 	h := header{
 		checksum:    binary.LittleEndian.Uint32(b[4:]),
@@ -81,7 +89,7 @@ func decodeHeader(b []byte) (header, error) {
 		numRecords:  binary.LittleEndian.Uint32(b[16:]),
 	}
 	if !h.compressor.valid() {
-		return header{}, fmt.Errorf("%w %d", ErrCompressor, uint32(h.compressor))
+		return header{}, fmt.Errorf("%w: the header's compressor is not 0 (none), 1 (snappy) or 2 (gzip)", ErrCompressor)
 	}
 	return h, nil
 }

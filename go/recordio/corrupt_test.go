@@ -187,3 +187,64 @@ func totalAlloc() uint64 {
 	runtime.ReadMemStats(&s)
 	return s.TotalAlloc
 }
+
+// TestErrorsShowNoContent indexes files that are not RecordIO, or are
+// RecordIO followed by something else, and checks that the error locates the
+// problem without showing any byte of what it found: errors reach whoever
+// named the file, who may not read it.
+func TestErrorsShowNoContent(t *testing.T) {
+	secret := []byte("root:$6$hashedpassword:19000:0:99999:7:::\n")
+	valid := writeAll(t, [][]byte{[]byte("one record")})
+	var badCompressor [headerSize]byte
+	header{compressor: Compressor(binary.LittleEndian.Uint32(secret)), payloadSize: 0}.encode(badCompressor[:])
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		hidden []byte // the bytes no error may show, in any form
+		want   error
+		chunk  int
+		offset int64
+		says   string
+	}{
+		{"text file", secret, secret, ErrBadMagic, 0, 0, "not a RecordIO file"},
+		{"text after a chunk", append(bytes.Clone(valid), secret...), secret, ErrBadMagic, 1, int64(len(valid)), "the file is damaged from here"},
+		{"compressor field", badCompressor[:], secret[:4], ErrCompressor, 0, 0, "not 0 (none), 1 (snappy) or 2 (gzip)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "file")
+			if err := os.WriteFile(path, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := IndexFile(path)
+			checkChunkError(t, err, tc.want, path, tc.chunk, tc.offset)
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("error %q does not say %q", err, tc.says)
+			}
+			// The path is left out: its random part may hold digits that
+			// happen to match.
+			if shown := showsContent(strings.ReplaceAll(err.Error(), path, "PATH"), tc.hidden); shown != "" {
+				t.Fatalf("error %q shows the file's bytes as %q", err, shown)
+			}
+		})
+	}
+}
+
+// showsContent returns how msg shows part of content, or "": a run of 4 of
+// its bytes as text, or a 32-bit word of it (either byte order) in decimal
+// or hex, the forms a header field is printed in.
+func showsContent(msg string, content []byte) string {
+	lower := strings.ToLower(msg)
+	for i := 0; i+4 <= len(content); i++ {
+		w := content[i : i+4]
+		forms := []string{string(w)}
+		for _, v := range []uint32{binary.LittleEndian.Uint32(w), binary.BigEndian.Uint32(w)} {
+			forms = append(forms, fmt.Sprintf("%d", v), fmt.Sprintf("%x", v))
+		}
+		for _, f := range forms {
+			if strings.Contains(lower, strings.ToLower(f)) {
+				return f
+			}
+		}
+	}
+	return ""
+}

@@ -26,6 +26,14 @@
 //     the chunk's byte offset; errors.Is matches a corruption against its
 //     sentinel (ErrBadMagic, ErrTruncated, ...) and an I/O failure against the
 //     underlying error.
+//   - Every open of a file (OpenFile, OpenFileIn, and through them IndexFile,
+//     ScanFiles and the Scanner) is made with O_NONBLOCK, so it never waits
+//     (for a FIFO's writer, a terminal's carrier), and yields only a regular
+//     file, checked on the open descriptor: a FIFO, device, socket or
+//     directory is refused with an error wrapping ErrNotRegular.
+//   - Errors of indexing never show bytes of the file beyond the sizes and
+//     counts of a header whose magic matched: a file that is not RecordIO is
+//     reported as such, with its path and offset, not with what it holds.
 //   - Corrupt input never panics and never makes the reader allocate more than
 //     a small multiple of the bytes actually present in the file (bounded by
 //     MaxChunkBytes after decompression), whatever a header claims.

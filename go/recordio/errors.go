@@ -18,6 +18,11 @@ var (
 	ErrTooLarge     = errors.New("chunk too large")
 )
 
+// ErrNotRegular is wrapped by the error of OpenFile, and so of IndexFile and
+// the Scanner, for a path that is not a regular file: a directory, a FIFO, a
+// socket or a device is never a RecordIO file.
+var ErrNotRegular = errors.New("not a regular file")
+
 // Error reports a problem with one chunk of one file.
 type Error struct {
 	Path   string // file name as given to the reader or index

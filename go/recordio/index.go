@@ -1,9 +1,7 @@
 package recordio
 
 import (
-	"fmt"
 	"io"
-	"os"
 )
 
 // ChunkInfo locates one chunk, as read from its header.
@@ -41,21 +39,15 @@ func ScanIndex(src io.ReaderAt, size int64, name string) (*Index, error) {
 	return ix, nil
 }
 
-// IndexFile opens path and builds its index with ScanIndex.
+// IndexFile opens path with OpenFile (which never blocks and refuses
+// anything but a regular file) and builds its index with ScanIndex.
 func IndexFile(path string) (*Index, error) {
-	f, err := os.Open(path)
+	f, size, err := OpenFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("recordio: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("recordio: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("recordio: %s is not a regular file", path)
-	}
-	return ScanIndex(f, st.Size(), path)
+	return ScanIndex(f, size, path)
 }
 
 // Refs returns references to chunks [from, to) of the file, for a Scanner.

@@ -80,7 +80,7 @@ func (r *Reader) readHeader(chunk int, offset int64) (h header, next int64, err 
 	if err := readFullAt(r.src, b[:], offset); err != nil {
 		return header{}, 0, r.wrap(chunk, offset, err)
 	}
-	if h, err = decodeHeader(b[:]); err != nil {
+	if h, err = decodeHeader(b[:], chunk); err != nil {
 		return header{}, 0, r.wrap(chunk, offset, err)
 	}
 	next = offset + headerSize + int64(h.payloadSize)

@@ -139,20 +139,15 @@ func (s *Scanner) open(path string) error {
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("recordio: %w", err)
 	}
-	f, err := os.Open(path)
+	f, size, err := OpenFile(path)
 	if err != nil {
-		return fmt.Errorf("recordio: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("recordio: %w", err)
+		return err
 	}
 	s.file = f
 	if s.reader == nil {
-		s.reader = NewReader(f, st.Size(), path)
+		s.reader = NewReader(f, size, path)
 	} else {
-		s.reader.Reset(f, st.Size(), path)
+		s.reader.Reset(f, size, path)
 	}
 	return nil
 }

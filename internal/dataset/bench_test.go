@@ -37,9 +37,9 @@ func writeBenchFiles(b *testing.B, files, chunks int) string {
 
 // benchBuild times build over the files of pattern, which hold chunks chunks
 // in all, and reports the time per chunk and the rate.
-func benchBuild(b *testing.B, pattern string, chunks, workers int) {
+func benchBuild(b *testing.B, cfg Config, pattern string, chunks, workers int) {
 	for b.Loop() {
-		ds, err := build([]string{pattern}, 10, workers)
+		ds, err := build(cfg, []string{pattern}, 10, workers)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,7 +53,9 @@ func benchBuild(b *testing.B, pattern string, chunks, workers int) {
 }
 
 // BenchmarkBuild10000Files indexes 10,000 files of 10 chunks one file at a
-// time and with Build's default number of workers. The files are written once
+// time and with Build's default number of workers, and with the default
+// workers under a dataset root (which resolves each file's links and opens
+// it through an os.Root). The files are written once
 // (the sub-benchmarks share them) and stay in the page cache, so this measures
 // system calls, not the disk. The time includes Expand, which globs and stats
 // every file one after the other.
@@ -62,9 +64,12 @@ func BenchmarkBuild10000Files(b *testing.B) {
 	pattern := writeBenchFiles(b, files, chunks)
 	for _, workers := range []int{1, defaultWorkers()} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			benchBuild(b, pattern, files*chunks, workers)
+			benchBuild(b, Config{}, pattern, files*chunks, workers)
 		})
 	}
+	b.Run(fmt.Sprintf("root/workers=%d", defaultWorkers()), func(b *testing.B) {
+		benchBuild(b, Config{Root: filepath.Dir(pattern)}, pattern, files*chunks, defaultWorkers())
+	})
 }
 
 // BenchmarkBuildSameChunks indexes 100,000 chunks spread over 100 to 10,000
@@ -76,7 +81,7 @@ func BenchmarkBuildSameChunks(b *testing.B) {
 	for _, files := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("files=%d/chunks=%d", files, total/files), func(b *testing.B) {
 			pattern := writeBenchFiles(b, files, total/files)
-			benchBuild(b, pattern, total, defaultWorkers())
+			benchBuild(b, Config{}, pattern, total, defaultWorkers())
 		})
 	}
 }

@@ -1,9 +1,9 @@
 package dataset
 
 import (
-	"fmt"
 	"slices"
 
+	"github.com/pkg/errors"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 )
@@ -28,29 +28,43 @@ type Dataset struct {
 	records       int64
 }
 
-// Build expands the patterns and indexes every file by header scan, several
-// files at a time (see defaultWorkers). The result, and the error when a file
-// cannot be indexed, are those of indexing the files one by one in order.
+// Build is BuildWith with the zero Config: no root, the default limits.
 func Build(patterns []string, chunksPerTask int) (*Dataset, error) {
-	return build(patterns, chunksPerTask, defaultWorkers())
+	return BuildWith(Config{}, patterns, chunksPerTask)
 }
 
-// build is Build with the number of workers as a parameter, for tests and
-// benchmarks to compare with a sequential scan.
-func build(patterns []string, chunksPerTask, workers int) (*Dataset, error) {
+// BuildWith expands the patterns with ExpandWith(cfg, patterns) and indexes
+// every file by header scan, several files at a time (see defaultWorkers),
+// each opened with recordio.OpenFile (through the root with cfg.Root), so
+// no open blocks and only regular files are indexed. The result, and the
+// error when a file cannot be indexed, are those of indexing the files one
+// by one in order.
+func BuildWith(cfg Config, patterns []string, chunksPerTask int) (*Dataset, error) {
+	return build(cfg, patterns, chunksPerTask, defaultWorkers())
+}
+
+// build is BuildWith with the number of workers as a parameter, for tests
+// and benchmarks to compare with a sequential scan.
+func build(cfg Config, patterns []string, chunksPerTask, workers int) (*Dataset, error) {
 	if chunksPerTask <= 0 {
-		return nil, fmt.Errorf("dataset: chunks per task must be positive, not %d", chunksPerTask)
+		return nil, errors.Errorf("dataset: chunks per task must be positive, not %d", chunksPerTask)
 	}
-	files, err := Expand(patterns)
+	e, err := newExpansion(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	files, err := e.expand(patterns)
 	if err != nil {
 		return nil, err
 	}
 	ds := &Dataset{Patterns: slices.Clone(patterns), Files: files, ChunksPerTask: chunksPerTask}
-	if err := indexFiles(files, workers, ds.add); err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+	index := func(i int) (*recordio.Index, error) { return e.index(files, i) }
+	if err := indexFiles(len(files), workers, index, ds.add); err != nil {
+		return nil, errors.WithMessage(err, "dataset")
 	}
 	if len(ds.chunks) == 0 {
-		return nil, fmt.Errorf("dataset: %d files matching %q hold no chunk", len(files), patterns)
+		return nil, errors.Errorf("dataset: %d files matching %s hold no chunk", len(files), describe(patterns))
 	}
 	return ds, nil
 }
@@ -106,12 +120,12 @@ func (d *Dataset) Chunks() []Chunk { return d.chunks }
 // that they agree.
 func Restore(patterns, files []string, chunksPerTask int, chunks []Chunk) (*Dataset, error) {
 	if chunksPerTask <= 0 || len(chunks) == 0 {
-		return nil, fmt.Errorf("dataset: cannot restore %d chunks in tasks of %d", len(chunks), chunksPerTask)
+		return nil, errors.Errorf("dataset: cannot restore %d chunks in tasks of %d", len(chunks), chunksPerTask)
 	}
 	ds := &Dataset{Patterns: patterns, Files: files, ChunksPerTask: chunksPerTask, chunks: chunks}
 	for i, c := range chunks {
 		if c.File < 0 || int(c.File) >= len(files) || c.Idx < 0 || c.Offset < 0 || c.NumRecords < 0 {
-			return nil, fmt.Errorf("dataset: stored chunk %d %+v does not fit %d files", i, c, len(files))
+			return nil, errors.Errorf("dataset: stored chunk %d %+v does not fit %d files", i, c, len(files))
 		}
 		ds.records += c.NumRecords
 	}

@@ -68,7 +68,7 @@ func TestBuildMatchesSequential(t *testing.T) {
 	}
 	for _, workers := range []int{1, 2, defaultWorkers(), 64} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
-			got, err := build(patterns, 4, workers)
+			got, err := build(Config{}, patterns, 4, workers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func truncate(t *testing.T, path string) {
 func checkBuildError(t *testing.T, pattern string, workers int, badPath, want string, class error) {
 	t.Helper()
 	before := runtime.NumGoroutine()
-	_, err := build([]string{pattern}, 4, workers)
+	_, err := build(Config{}, []string{pattern}, 4, workers)
 	var ce *recordio.Error
 	if err == nil || err.Error() != want || !errors.Is(err, class) || !errors.As(err, &ce) || ce.Path != badPath {
 		t.Fatalf("workers=%d: error %v, want %q", workers, err, want)
@@ -179,6 +179,28 @@ func waitGoroutines(t *testing.T, n int) {
 	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines still running, want %d", runtime.NumGoroutine(), n)
+		}
+	}
+}
+
+// TestBuildErrorsShowNoContent reports a file that is not RecordIO, as a
+// trainer might report /etc/shadow: the error must say where and what is
+// wrong, and nothing of what the file holds.
+func TestBuildErrorsShowNoContent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shadow")
+	content := "root:$6$salt$hash:19000:0:99999:7:::\n"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{{}, {Root: dir}} {
+		_, err := BuildWith(cfg, []string{path}, 1)
+		if !errors.Is(err, recordio.ErrBadMagic) {
+			t.Fatalf("root %q: error %v, want bad magic", cfg.Root, err)
+		}
+		msg := strings.ReplaceAll(err.Error(), path, "PATH")
+		if want := "dataset: recordio: PATH: chunk 0 at offset 0: bad magic: not a RecordIO file"; msg != want {
+			t.Fatalf("root %q: error %q, want %q", cfg.Root, msg, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestExpand(t *testing.T) {
 		{"sorted", []string{j("b.rio"), j("a.rio")}, []string{j("a.rio"), j("b.rio")}, ""},
 		{"glob and duplicate", []string{j("*.rio"), j("a.rio")}, nil, "is a directory"},
 		{"glob", []string{j("[ab].rio"), j("a.rio")}, []string{j("a.rio"), j("b.rio")}, ""},
-		{"missing file", []string{j("a.rio"), j("zz.rio")}, nil, j("zz.rio") + ": no such file"},
+		{"missing file", []string{j("a.rio"), j("zz.rio")}, nil, strconv.Quote(j("zz.rio")) + ": no such file"},
 		{"empty glob", []string{j("*.none")}, nil, `matches no file`},
 		{"bad pattern", []string{j("[")}, nil, "bad pattern"},
 		{"nothing", nil, nil, "no paths given"},

@@ -17,14 +17,15 @@ func defaultWorkers() int {
 	return min(16, max(4, 2*runtime.GOMAXPROCS(0)))
 }
 
-// indexFiles indexes the files with workers (at least 1) workers, the calling
-// goroutine being one, and hands each index to use in file order, as a
+// indexFiles indexes files 0 to n-1 with index, by workers (at least 1)
+// workers, the calling goroutine being one, and hands each index to use in
+// file order, as a
 // sequential loop would. It stops at the first file in that order that fails
 // and returns its error, whichever worker failed first, so the error does not
 // depend on scheduling. At most 2*workers indexes are held awaiting their
 // turn, however many files there are, and no goroutine outlives the call.
-func indexFiles(files []string, workers int, use func(file int, ix *recordio.Index)) error {
-	x := &indexer{files: files, use: use, ready: make([]indexed, 2*workers)}
+func indexFiles(n, workers int, index func(file int) (*recordio.Index, error), use func(file int, ix *recordio.Index)) error {
+	x := &indexer{files: n, index: index, use: use, ready: make([]indexed, 2*workers)}
 	x.room.L = &x.mu
 	var wg sync.WaitGroup
 	for range workers - 1 {
@@ -40,7 +41,8 @@ func indexFiles(files []string, workers int, use func(file int, ix *recordio.Ind
 // order hands it and the ones after it already done to use: with one worker
 // this is the sequential loop, with no hand-off between goroutines per file.
 type indexer struct {
-	files []string
+	files int // how many
+	index func(file int) (*recordio.Index, error)
 	use   func(file int, ix *recordio.Index)
 
 	mu      sync.Mutex
@@ -64,7 +66,7 @@ func (x *indexer) work() {
 		if !ok {
 			return
 		}
-		ix, err := recordio.IndexFile(x.files[file])
+		ix, err := x.index(file)
 		x.complete(file, indexed{ix, err, true})
 	}
 }
@@ -75,10 +77,10 @@ func (x *indexer) work() {
 func (x *indexer) claim() (int, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for x.err == nil && x.claimed < len(x.files) && x.claimed-x.next == len(x.ready) {
+	for x.err == nil && x.claimed < x.files && x.claimed-x.next == len(x.ready) {
 		x.room.Wait()
 	}
-	if x.err != nil || x.claimed == len(x.files) {
+	if x.err != nil || x.claimed == x.files {
 		return 0, false
 	}
 	x.claimed++
