@@ -18,15 +18,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/namsral/flag"
 	"github.com/sirupsen/logrus"
 
+	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/leader"
 	"github.com/trainmaster/master/internal/master"
@@ -41,8 +46,11 @@ type options struct {
 	dataDir       string
 	etcd          etcdconn.Options
 	chunksPerTask int
+	dataset       string // comma-separated patterns the master serves itself
+	datasetRoot   string
 	queue         taskqueue.Config
 	logLevel      string
+	port          portOptions // the trainer port's limits and locks
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -50,12 +58,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSetWithEnvPrefix("master", "MASTER", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.String(flag.DefaultConfigFlagname, "", "read flags from this `file` (lines of: flag value)")
-	fs.StringVar(&o.addr, "addr", ":8080", "listen `address` for trainers (net/rpc over TCP) while leading")
+	fs.StringVar(&o.addr, "addr", ":8080", "listen `address` for trainers (net/rpc over TCP, in TLS with -tls-cert) while leading; the default takes every interface")
 	fs.StringVar(&o.advertise, "advertise", "", "`address` published for trainers (default: -addr when it names a host, else the host name and port)")
+	o.port.register(fs)
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of every etcd key of this job, so several jobs share one etcd")
 	fs.IntVar(&o.ttl, "ttl", 5, "session TTL in `seconds`: how long a dead master holds the lock")
 	fs.StringVar(&o.dataDir, "data-dir", "./master-data", "`directory` of the embedded etcd, used when -endpoints is not given")
+	fs.StringVar(&o.dataset, "dataset", "", "serve this dataset: comma-separated RecordIO file `patterns` (a comma inside a pattern is written [,]); trainers' reports are then only compared with it, nothing they name is opened")
+	fs.StringVar(&o.datasetRoot, "dataset-root", "", "every file of the dataset, reported or given by -dataset, must be inside this `directory` (symbolic links followed); others are refused unopened")
 	fs.IntVar(&o.chunksPerTask, "chunks-per-task", master.DefaultChunksPerTask, "RecordIO chunks grouped into one task")
 	fs.IntVar(&o.queue.Passes, "passes", taskqueue.DefaultPasses, "passes over the dataset")
 	fs.DurationVar(&o.queue.Timeout, "task-timeout", taskqueue.DefaultTimeout, "longest timeout of a task, and the timeout until enough tasks finished to average")
@@ -72,7 +83,31 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.ttl < 2 {
 		return o, fmt.Errorf("-ttl must be at least 2 seconds (etcd's minimum lease), not %d", o.ttl)
 	}
-	return o, nil
+	return o, o.port.check()
+}
+
+// patterns are the patterns of -dataset, or nil without it.
+func (o *options) patterns() []string {
+	if o.dataset == "" {
+		return nil
+	}
+	return strings.Split(o.dataset, ",")
+}
+
+// logDataset says at start-up where the dataset comes from and, when
+// trainers choose it without a root, that a report makes this master list
+// and open any file it can read.
+func (o *options) logDataset(log logrus.FieldLogger) {
+	fields := logrus.Fields{"root": o.datasetRoot}
+	switch {
+	case o.dataset != "":
+		log.WithFields(fields).WithField("patterns", o.patterns()).Info("dataset declared: trainers' reports are only compared with it")
+	case o.datasetRoot != "":
+		log.WithFields(fields).Info("dataset reported by the first trainer, inside the root only")
+	default:
+		log.Warn("the dataset is reported by the first trainer and may name any file this master can read: its names (not its contents) reach every trainer; " +
+			"give -dataset to serve a dataset of your own, or -dataset-root to keep reports inside a directory")
+	}
 }
 
 func main() {
@@ -113,10 +148,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue}
+	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue, Dataset: o.patterns(),
+		DatasetConfig: dataset.Config{Root: o.datasetRoot}}
 	if _, err := master.New(scfg); err != nil {
 		return err // bad queue flags fail before anything starts
 	}
+	port, err := o.port.serverConfig()
+	if err != nil {
+		return err // so do unreadable certificates and token files
+	}
+	o.port.logExposure(log, o.addr)
+	o.logDataset(log)
 	if len(o.etcd.Endpoints) == 0 {
 		stopEtcd, err := startEmbedded(ctx, &o, log)
 		if err != nil {
@@ -132,6 +174,114 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log.WithField("endpoints", o.etcd.Endpoints).Info("connected to etcd")
 	return leader.Run(ctx, leader.Config{
 		Client: cli, Namespace: o.namespace, TTL: o.ttl, Addr: o.addr, Advertise: o.advertise,
-		Service: scfg, Log: log,
+		Service: scfg, Log: log, Server: port,
 	})
+}
+
+// The trainer port's limits and locks: flags, checks and the start-up
+// lines that say what the port lets in.
+
+// portOptions are the flags of the trainer port (see master.Limits,
+// master.ServerTLS and master.ReadToken).
+type portOptions struct {
+	limits      master.Limits
+	idleTimeout time.Duration
+	tlsCert     string
+	tlsKey      string
+	tlsClientCA string
+	tokenFile   string
+}
+
+func (p *portOptions) register(fs *flag.FlagSet) {
+	fs.IntVar(&p.limits.MaxConns, "max-conns", master.DefaultMaxConns, "most trainer `connections` served at once; one more is closed at once, with a warning")
+	fs.DurationVar(&p.idleTimeout, "idle-timeout", master.DefaultIdleTimeout, "close a trainer connection with no call in flight that received nothing for this `long` (0: never); trainers reconnect by themselves")
+	fs.IntVar(&p.limits.MaxRequestBytes, "max-request-bytes", master.DefaultMaxRequestBytes, "largest message of a request, in `bytes`: a larger argument is answered an error, a larger header closes the connection")
+	fs.IntVar(&p.limits.MaxInflight, "max-inflight", master.DefaultMaxInflight, "most `calls` of one connection awaiting replies; the master reads no more of the connection meanwhile")
+	fs.StringVar(&p.tlsCert, "tls-cert", "", "serve trainers over TLS with this certificate `file` (PEM; with -tls-key)")
+	fs.StringVar(&p.tlsKey, "tls-key", "", "private key `file` of -tls-cert (PEM)")
+	fs.StringVar(&p.tlsClientCA, "tls-client-ca", "", "admit only trainers with a client certificate signed by a CA in this `file` (PEM; needs -tls-cert)")
+	fs.StringVar(&p.tokenFile, "token-file", "", "admit only trainers that present the token held in this `file` (Master.Authenticate)")
+}
+
+func (p *portOptions) check() error {
+	switch {
+	case p.limits.MaxConns <= 0:
+		return fmt.Errorf("-max-conns must be positive, not %d", p.limits.MaxConns)
+	case p.limits.MaxRequestBytes <= 0:
+		return fmt.Errorf("-max-request-bytes must be positive, not %d", p.limits.MaxRequestBytes)
+	case p.limits.MaxInflight <= 0:
+		return fmt.Errorf("-max-inflight must be positive, not %d", p.limits.MaxInflight)
+	case p.idleTimeout < 0:
+		return fmt.Errorf("-idle-timeout must not be negative, not %v", p.idleTimeout)
+	case (p.tlsCert == "") != (p.tlsKey == ""):
+		return errors.New("give -tls-cert and -tls-key together")
+	case p.tlsClientCA != "" && p.tlsCert == "":
+		return errors.New("-tls-client-ca needs -tls-cert and -tls-key")
+	}
+	return nil
+}
+
+// serverConfig loads the certificates and the token the flags name.
+func (p *portOptions) serverConfig() (master.ServerConfig, error) {
+	cfg := master.ServerConfig{Limits: p.limits}
+	cfg.Limits.IdleTimeout = p.idleTimeout
+	if p.idleTimeout == 0 {
+		cfg.Limits.IdleTimeout = -1 // never
+	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return cfg, err
+	}
+	var err error
+	if p.tlsCert != "" {
+		if cfg.TLS, err = master.ServerTLS(p.tlsCert, p.tlsKey, p.tlsClientCA); err != nil {
+			return cfg, err
+		}
+	}
+	if p.tokenFile != "" {
+		if cfg.Token, err = master.ReadToken(p.tokenFile); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// logExposure says at start-up what the trainer port at addr lets in and,
+// when it is open to a network without TLS or a token, how to lock it.
+func (p *portOptions) logExposure(log logrus.FieldLogger, addr string) {
+	log.WithFields(logrus.Fields{
+		"listen": addr, "tls": p.tlsCert != "", "client_certs": p.tlsClientCA != "", "token": p.tokenFile != "",
+		"max_conns": p.limits.MaxConns, "idle_timeout": p.idleTimeout.String(),
+		"max_request_bytes": p.limits.MaxRequestBytes, "max_inflight": p.limits.MaxInflight,
+	}).Info("trainer port")
+	for _, w := range p.exposureWarnings(addr) {
+		log.Warn(w)
+	}
+}
+
+// exposureWarnings are the warnings about a trainer port at addr.
+func (p *portOptions) exposureWarnings(addr string) []string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || isLoopback(host) {
+		return nil
+	}
+	where := "on " + host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		where = "on every network interface"
+	}
+	switch {
+	case p.tlsCert == "" && p.tokenFile == "":
+		return []string{fmt.Sprintf("the trainer port %s is open %s without TLS or a token: anyone who reaches it can report a dataset, take and report tasks, and read the dataset's file names; "+
+			"lock it with -addr 127.0.0.1:%s or a private address, -tls-cert and -tls-key with -tls-client-ca, or -token-file", addr, where, port)}
+	case p.tokenFile != "" && p.tlsCert == "":
+		return []string{fmt.Sprintf("the trainer port %s takes a token without TLS: the token crosses the network in clear; add -tls-cert and -tls-key", addr)}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

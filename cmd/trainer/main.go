@@ -3,6 +3,7 @@
 // many records and bytes it consumed and their digest.
 //
 //	trainer (-addr HOST:PORT | -endpoints URL,... [-namespace NS]) [-dataset 'PATTERN,...'] [-json] [-prefetch N] [-v]
+//	        [-tls-ca FILE [-tls-cert FILE -tls-key FILE] [-tls-server-name NAME]] [-token-file FILE]
 //	        [-stall-task N | -stall-after N] [-fail-task N | -fail-after N]
 //
 // The digest is client.Digest: the sum modulo 2^64 of the first 8 bytes
@@ -25,6 +26,14 @@
 // trainer hang, until it is interrupted, on the first record of task N the
 // first time it gets it; -fail-task N makes it report task N failed the first
 // time it gets it: both demonstrate how the master recovers.
+//
+// To a master whose trainer port is locked: -tls-ca names the CA of the
+// master's certificate (and turns TLS on), -tls-cert and -tls-key the
+// trainer's certificate for a master started with -tls-client-ca, and
+// -tls-server-name the name to check the master's certificate against when
+// it is not the host dialled; -token-file names a file holding the master's
+// token (TRAINER_TOKEN_FILE in the environment does the same). A refused
+// certificate or token ends the trainer with exit 1 and says why.
 //
 // It exits 0 when the master says all passes are done, 1 on an error or when
 // interrupted (SIGINT, SIGTERM), 2 on bad usage. Every flag may also be set
@@ -72,6 +81,13 @@ type options struct {
 	stallAfter int
 	failAfter  int
 	delay      time.Duration
+	lock       lockOptions
+}
+
+// lockOptions are the flags of a locked trainer port: TLS and the token.
+type lockOptions struct {
+	tlsCA, tlsCert, tlsKey, tlsServerName string
+	tokenFile                             string
 }
 
 // run runs the trainer and returns its exit status.
@@ -83,7 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	cfg := o.config(stderr)
+	cfg, err := o.config(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "trainer: %v\n", err)
+		return 1
+	}
 	resolver, closeEtcd, err := o.resolver(ctx, cfg.Log)
 	if err != nil {
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
@@ -119,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.stallAfter, "stall-after", 0, "hang on the `N`-th task received, until interrupted (demo)")
 	fs.IntVar(&o.failAfter, "fail-after", 0, "report the `N`-th task received failed (demo)")
 	fs.DurationVar(&o.delay, "record-delay", 0, "pretend to train: sleep this long on every record (demo)")
+	o.lock.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -127,6 +148,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case (o.addr == "") == (len(o.etcd.Endpoints) == 0):
 		return o, errors.New("give either -addr or -endpoints")
+	case (o.lock.tlsCert == "") != (o.lock.tlsKey == ""):
+		return o, errors.New("give -tls-cert and -tls-key together")
 	}
 	for _, p := range strings.Split(dataset, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -149,8 +172,8 @@ func (o options) resolver(ctx context.Context, log logrus.FieldLogger) (client.R
 }
 
 // config is the client's configuration: logs on stderr (warnings, or
-// everything with -v) and the -fail-task hook.
-func (o options) config(stderr io.Writer) client.Config {
+// everything with -v), TLS and the token, and the -fail-task hook.
+func (o options) config(stderr io.Writer) (client.Config, error) {
 	log := logrus.New()
 	log.SetOutput(stderr)
 	log.SetLevel(logrus.WarnLevel)
@@ -161,7 +184,12 @@ func (o options) config(stderr io.Writer) client.Config {
 	if o.failTask >= 0 || o.failAfter > 0 {
 		cfg.Inject = o.failOnce()
 	}
-	return cfg
+	var err error
+	if cfg.TLS, err = o.lock.tlsConfig(); err != nil {
+		return cfg, err
+	}
+	cfg.Token, err = o.lock.token()
+	return cfg, err
 }
 
 // failOnce fails task -fail-task the first time it comes, and the

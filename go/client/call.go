@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/rpc"
@@ -49,9 +51,8 @@ func (c *Client) call(ctx context.Context, method string, args, reply any) error
 	}
 }
 
-// callOnce makes one attempt. When ctx ends or no reply comes in time it
-// closes the connection, which makes net/rpc finish the call, and waits for
-// that, so that nothing writes to reply after it returns.
+// callOnce makes one attempt: it connects when there is no connection,
+// then invokes.
 func (c *Client) callOnce(ctx context.Context, method string, args, reply any) error {
 	rc, err := c.connect(ctx)
 	if err != nil {
@@ -60,6 +61,13 @@ func (c *Client) callOnce(ctx context.Context, method string, args, reply any) e
 		}
 		return err
 	}
+	return c.invoke(ctx, rc, method, args, reply)
+}
+
+// invoke makes one call on rc. When ctx ends or no reply comes in time it
+// closes the connection, which makes net/rpc finish the call, and waits for
+// that, so that nothing writes to reply after it returns.
+func (c *Client) invoke(ctx context.Context, rc *rpc.Client, method string, args, reply any) error {
 	// gob leaves the fields it does not receive (zero ones) alone.
 	reflect.ValueOf(reply).Elem().SetZero()
 	call := rc.Go(wire.ServiceName+"."+method, args, reply, make(chan *rpc.Call, 1))
@@ -81,20 +89,42 @@ func (c *Client) callOnce(ctx context.Context, method string, args, reply any) e
 
 // classify sorts the outcome of a call. The master's answers come as
 // rpc.ServerError: "master is not serving" is retried elsewhere, the others
-// are returned. Any other error means the connection is unusable (net/rpc
-// shuts a connection down after any failure); it is retried unless it is a
-// gob protocol error, which would only happen again.
+// are returned ("not authenticated" after dropping the connection, which
+// the master closes). Any other error means the connection is unusable
+// (net/rpc shuts a connection down after any failure); it is retried unless
+// it is a gob protocol error or a TLS certificate refused, which would only
+// happen again.
 func (c *Client) classify(rc *rpc.Client, err error) error {
 	var answer rpc.ServerError
+	isAnswer := errors.As(err, &answer)
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &answer) && !wire.Is(err, wire.TextNotServing):
+	case isAnswer && wire.Is(err, wire.TextUnauthorized):
+		c.drop(rc)
+		return err
+	case isAnswer && !wire.Is(err, wire.TextNotServing):
 		return err
 	}
 	c.drop(rc)
-	if strings.Contains(err.Error(), "gob: ") {
+	if strings.Contains(err.Error(), "gob: ") || refusedTLS(err) {
 		return err
 	}
 	return &connError{op: "connection", err: err}
+}
+
+// refusedTLS says whether err is a TLS certificate refused, by this side
+// (not signed by a CA of Config.TLS, or for another name) or by the master
+// (an alert: no client certificate, or one it does not trust): a
+// configuration to fix, not a failure that passes.
+func refusedTLS(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &host), errors.As(err, &invalid):
+		return true
+	}
+	return strings.Contains(err.Error(), "remote error: tls: ")
 }

@@ -2,11 +2,15 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/rpc"
 	"slices"
 	"sync"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 // ErrClosed is returned by calls on a Client after Close, and yielded by a
@@ -63,29 +67,79 @@ func (c *Client) bind(ctx context.Context) (context.Context, context.CancelFunc)
 // connect returns the current connection, dialing the resolved master when
 // there is none.
 func (c *Client) connect(ctx context.Context) (*rpc.Client, error) {
-	c.mu.Lock()
-	rc := c.conn
-	c.mu.Unlock()
-	if rc != nil {
+	if rc := c.current(); rc != nil {
 		return rc, nil
 	}
 	addr, err := c.res.Resolve(ctx)
 	if err != nil {
 		return nil, &connError{op: "resolve master", err: err}
 	}
-	d := net.Dialer{Timeout: c.cfg.DialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	rc, err := c.open(ctx, addr)
 	if err != nil {
+		return nil, err
+	}
+	return c.adopt(rc, addr)
+}
+
+// current returns the connection, nil when there is none.
+func (c *Client) current() *rpc.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// open dials addr, in TLS when configured, and presents the token when one
+// is configured.
+func (c *Client) open(ctx context.Context, addr string) (*rpc.Client, error) {
+	nc, err := c.dial(ctx, addr)
+	switch {
+	case err != nil && refusedTLS(err):
+		return nil, fmt.Errorf("dial master %s: %w", addr, err)
+	case err != nil:
 		return nil, &connError{op: "dial master " + addr, err: err}
 	}
-	rc = rpc.NewClient(nc)
+	rc := rpc.NewClient(nc)
+	if err := c.authenticate(ctx, rc); err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: c.cfg.DialTimeout}
+	if c.cfg.TLS == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	td := tls.Dialer{NetDialer: d, Config: c.cfg.TLS} // the timeout covers the handshake
+	return td.DialContext(ctx, "tcp", addr)
+}
+
+// authenticate presents the token on a new connection, when one is
+// configured, and waits for the answer: a refusal is final.
+func (c *Client) authenticate(ctx context.Context, rc *rpc.Client) error {
+	if c.cfg.Token == "" {
+		return nil
+	}
+	var reply int
+	err := c.invoke(ctx, rc, "Authenticate", c.cfg.Token, &reply)
+	var ce *connError
+	if err != nil && !errors.As(err, &ce) && ctx.Err() == nil {
+		return fmt.Errorf("%s.Authenticate: %w", wire.ServiceName, err)
+	}
+	return err
+}
+
+// adopt makes rc the connection, unless another call connected first (rc
+// is closed and that one shared) or the client was closed.
+func (c *Client) adopt(rc *rpc.Client, addr string) (*rpc.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.life.Err() != nil:
 		rc.Close()
 		return nil, ErrClosed
-	case c.conn != nil: // another call connected first: share its connection
+	case c.conn != nil:
 		rc.Close()
 		return c.conn, nil
 	}
@@ -97,18 +151,22 @@ func (c *Client) connect(ctx context.Context) (*rpc.Client, error) {
 // drop closes rc and forgets it if it is still the current connection, so
 // that the next call resolves and dials again.
 func (c *Client) drop(rc *rpc.Client) {
+	c.forget(rc)
+	rc.Close()
+}
+
+func (c *Client) forget(rc *rpc.Client) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.conn == rc {
 		c.conn = nil
 	}
-	c.mu.Unlock()
-	rc.Close()
 }
 
 func (c *Client) setDataset(paths []string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.dataset = slices.Clone(paths)
-	c.mu.Unlock()
 }
 
 func (c *Client) reportedDataset() []string {

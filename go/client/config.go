@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"io"
 	"time"
 
@@ -34,6 +35,22 @@ type Config struct {
 	// Log receives the client's logs: retries at debug level, failed tasks
 	// at warning level. Nil means no logs.
 	Log logrus.FieldLogger
+
+	// TLS, if set, makes the client speak TLS to the master with it: RootCAs
+	// holds the CA of the master's certificate (the system's when nil),
+	// Certificates the client certificate of a master started with
+	// -tls-client-ca, and ServerName the name to check the master's
+	// certificate against (default: the host of the address dialled). A
+	// certificate refused by either side is final: the call returns the
+	// error instead of retrying.
+	TLS *tls.Config
+
+	// Token is the master's shared token (its -token-file), sent with
+	// Master.Authenticate once per connection, before the first call. A
+	// master that answers wire.TextUnauthorized (a wrong token, or none
+	// given to a master that wants one) is final: the call returns that
+	// error instead of retrying.
+	Token string
 
 	// Inject is for tests and demos of fault handling. When set, it is
 	// called (from the prefetch goroutine) with every task received, before

@@ -31,9 +31,17 @@
 //     backoff, cut short when a finish the client reports meanwhile is
 //     recorded (it may be the one the pass waited for: the next pass, or
 //     the end, follows at once); "all passes done" ends the loop without
-//     error; connection failures and "master is not serving" make the
-//     client drop its connection, resolve the master's address again and
-//     retry, with backoff, until the context ends.
+//     error; connection failures (a master closing an idle connection
+//     included) and "master is not serving" make the client drop its
+//     connection, resolve the master's address again and retry, with
+//     backoff, until the context ends, without surfacing an error.
+//   - Config.TLS makes the client speak TLS, and Config.Token presents the
+//     master's shared token once per connection before its first call. A
+//     "not authenticated" answer, and a certificate refused by either side,
+//     are final: the call returns the error rather than retry what would
+//     only fail again.
+//   - Finish and failure reports carry only the task's Index, Epoch and
+//     Pass (and the reason of a failure), never its blocks.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine
 //     stops: nothing is left running.

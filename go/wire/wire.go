@@ -1,18 +1,28 @@
 // Package wire is the contract between the master and its trainers: the
-// types that travel over net/rpc (gob codec, plain TCP) and the error texts
+// types that travel over net/rpc (gob codec, over TCP or TLS) and the error texts
 // clients act on. Trainers in other programs depend on it, so it only grows:
 // fields are added, never renamed or removed (gob ignores fields one side
 // does not know).
 //
 // The master registers one service, named "Master", and serves it with
-// rpc.ServeConn on every accepted TCP connection; clients use
-// rpc.Dial("tcp", addr). Its methods:
+// net/rpc's gob encoding on every accepted TCP connection (inside TLS when
+// the master has a certificate); clients use rpc.Dial("tcp", addr), or
+// rpc.NewClient on a tls.Dial connection. Its methods:
 //
 //	Master.ReportDataset(paths []string, reply *int) error
 //	Master.GetTask(finished Task, reply *Task) error
 //	Master.TaskFinished(task Task, reply *int) error
 //	Master.TaskFailed(task Task, reply *int) error
 //	Master.Status(unused int, reply *Status) error
+//	Master.Authenticate(token string, reply *int) error
+//
+// Authenticate presents the master's shared token (its -token-file). A
+// master started with a token refuses every other call on a connection until
+// Authenticate has succeeded on it, and refuses a wrong token: the call
+// answers an error carrying TextUnauthorized and the master then closes the
+// connection. A client sends the token once per connection, before its first
+// call, and waits for the answer. Calling Authenticate on a master without a
+// token succeeds and changes nothing.
 //
 // GetTask's finished argument is the task the trainer just completed, or the
 // zero Task (Epoch 0) when it has none: one round trip reports a finish and
@@ -112,16 +122,22 @@ const (
 	// change to etcd (nothing changed then). The client should find the
 	// current master and call again, with backoff.
 	TextNotServing = "master is not serving"
+	// TextUnauthorized: the master requires a token and this connection has
+	// not presented the right one with Authenticate (or presented a wrong
+	// one). The master closes the connection after answering. Retrying with
+	// the same token cannot succeed: a client should give up and say so.
+	TextUnauthorized = "not authenticated"
 )
 
 // The contract's errors, one per text. A master wraps them with its reason
 // (fmt.Errorf("%w: %w", ErrNotServing, cause)); the text is what crosses
 // the wire.
 var (
-	ErrNoTask     = errors.New(TextNoTask)
-	ErrAllDone    = errors.New(TextAllDone)
-	ErrNoDataset  = errors.New(TextNoDataset)
-	ErrNotServing = errors.New(TextNotServing)
+	ErrNoTask       = errors.New(TextNoTask)
+	ErrAllDone      = errors.New(TextAllDone)
+	ErrNoDataset    = errors.New(TextNoDataset)
+	ErrNotServing   = errors.New(TextNotServing)
+	ErrUnauthorized = errors.New(TextUnauthorized)
 )
 
 // Is reports whether err carries the contract text.

@@ -8,13 +8,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -53,17 +52,17 @@ func (o Options) TLS() (*tls.Config, error) {
 	if o.CACert != "" {
 		pem, err := os.ReadFile(o.CACert)
 		if err != nil {
-			return nil, fmt.Errorf("etcd CA certificate: %w", err)
+			return nil, errors.Wrap(err, "etcd CA certificate")
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("etcd CA certificate %s holds no PEM certificate", o.CACert)
+			return nil, errors.Errorf("etcd CA certificate %s holds no PEM certificate", o.CACert)
 		}
 	}
 	if o.Cert != "" || o.Key != "" {
 		pair, err := tls.LoadX509KeyPair(o.Cert, o.Key)
 		if err != nil {
-			return nil, fmt.Errorf("etcd client certificate %s and key %s: %w", o.Cert, o.Key, err)
+			return nil, errors.Wrapf(err, "etcd client certificate %s and key %s", o.Cert, o.Key)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
@@ -75,7 +74,7 @@ func (o Options) TLS() (*tls.Config, error) {
 // gives up with an error naming the endpoints.
 func (o Options) Connect(ctx context.Context, log logrus.FieldLogger) (*clientv3.Client, error) {
 	if len(o.Endpoints) == 0 {
-		return nil, fmt.Errorf("no etcd endpoints")
+		return nil, errors.New("no etcd endpoints")
 	}
 	tlsCfg, err := o.TLS()
 	if err != nil {
@@ -109,6 +108,11 @@ func permanent(err error) bool {
 		strings.Contains(err.Error(), "authentication failed")
 }
 
+// healthKey is the key Connect reads to see that etcd answers. A user
+// allowed only the keys of its job may not read it: etcd's refusal is an
+// answer too, from a member that took the login.
+const healthKey = "health-check-of-trainmaster"
+
 // try makes one attempt: a client and one read, within wait.
 func (o Options) try(ctx context.Context, tlsCfg *tls.Config, wait time.Duration) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
@@ -120,7 +124,7 @@ func (o Options) try(ctx context.Context, tlsCfg *tls.Config, wait time.Duration
 	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if _, err := cli.Get(cctx, "health-check-of-trainmaster"); err != nil {
+	if _, err := cli.Get(cctx, healthKey); err != nil && !errors.Is(err, rpctypes.ErrPermissionDenied) {
 		cli.Close()
 		return nil, err
 	}
@@ -129,10 +133,10 @@ func (o Options) try(ctx context.Context, tlsCfg *tls.Config, wait time.Duration
 
 func (o Options) unreachable(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("etcd at %s did not answer within %v (-etcd-dial-timeout; check the endpoints and the TLS flags): %w",
-			strings.Join(o.Endpoints, ","), o.DialTimeout, err)
+		return errors.Wrapf(err, "etcd at %s did not answer within %v (-etcd-dial-timeout; check the endpoints and the TLS flags)",
+			strings.Join(o.Endpoints, ","), o.DialTimeout)
 	}
-	return fmt.Errorf("etcd at %s: %w", strings.Join(o.Endpoints, ","), err)
+	return errors.Wrapf(err, "etcd at %s", strings.Join(o.Endpoints, ","))
 }
 
 // endpoints is a flag.Value for a comma-separated list.

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode/utf8"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/taskqueue"
@@ -22,6 +25,10 @@ const (
 	filePageBytes = 256 << 10
 	chunksPerPage = 16384
 	chunkBytes    = 24
+	// maxEntryErrorBytes bounds the failure reason an entry stores (the
+	// queues cut reasons to 1 KiB already; the store does not rely on it),
+	// so that an entry always fits a transaction with the pass key.
+	maxEntryErrorBytes = 64 << 10
 )
 
 // meta is the static description of the accepted dataset.
@@ -55,13 +62,28 @@ var queueNames = map[string]taskqueue.Queue{
 	"todo": taskqueue.Todo, "pending": taskqueue.Pending, "done": taskqueue.Done, "failed": taskqueue.Failed,
 }
 
-func encodeEntry(e taskqueue.Entry) []byte {
-	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: e.Error}
+// encodeEntry encodes a task's entry, its failure reason cut to maxError
+// bytes.
+func encodeEntry(e taskqueue.Entry, maxError int) []byte {
+	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError)}
 	if !e.Dispatched.IsZero() {
 		v.Dispatched, v.Deadline = timePtr(e.Dispatched), timePtr(e.Deadline)
 	}
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// cutError keeps at most limit bytes of a failure reason, cut at a UTF-8
+// boundary, and says how long it was.
+func cutError(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes, cut to %d by the store)", s[:cut], len(s), limit)
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -76,7 +98,7 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 	}
 	q, ok := queueNames[v.Queue]
 	if !ok {
-		return taskqueue.Entry{}, fmt.Errorf("unknown queue %q", v.Queue)
+		return taskqueue.Entry{}, errors.Errorf("unknown queue %q", v.Queue)
 	}
 	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error}
 	if v.Dispatched != nil && v.Deadline != nil {
@@ -86,12 +108,13 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 }
 
 // filePages splits the file list into JSON arrays of at most filesPerPage
-// paths and about filePageBytes.
-func filePages(files []string) [][]byte {
+// paths and about pageBytes (filePageBytes, less under a small request
+// limit); a path longer than that is a page of its own.
+func filePages(files []string, pageBytes int) [][]byte {
 	var pages [][]byte
 	for len(files) > 0 {
 		n, size := 0, 0
-		for n < len(files) && n < filesPerPage && (n == 0 || size+len(files[n]) < filePageBytes) {
+		for n < len(files) && n < filesPerPage && (n == 0 || size+len(files[n]) < pageBytes) {
 			size += len(files[n]) + 3
 			n++
 		}
@@ -122,14 +145,14 @@ func encodeChunks(chunks []dataset.Chunk) []byte {
 func decodeChunks(dst []dataset.Chunk, page []byte) ([]dataset.Chunk, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(page))
 	if err != nil {
-		return dst, err
+		return dst, errors.Wrap(err, "not a gzip page")
 	}
 	raw, err := io.ReadAll(io.LimitReader(zr, chunksPerPage*chunkBytes+1))
 	if err != nil {
-		return dst, err
+		return dst, errors.Wrap(err, "gunzip")
 	}
 	if len(raw)%chunkBytes != 0 || len(raw) > chunksPerPage*chunkBytes {
-		return dst, fmt.Errorf("page of %d bytes is not whole chunks of %d", len(raw), chunkBytes)
+		return dst, errors.Errorf("page of %d bytes is not whole chunks of %d", len(raw), chunkBytes)
 	}
 	for ; len(raw) > 0; raw = raw[chunkBytes:] {
 		dst = append(dst, dataset.Chunk{

@@ -3,7 +3,8 @@ package etcdstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"iter"
+	"math"
 	"sync"
 
 	"github.com/pkg/errors"
@@ -15,12 +16,25 @@ import (
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
-// ErrFormat is wrapped by Load when the stored state is of an unknown
-// format or does not decode: the master refuses to start on it rather than
-// overwrite it.
-var ErrFormat = errors.New("etcdstore: stored state not understood")
+// Reads: task entries in ranges of entriesPerRead task indices (about 200
+// bytes each), up to readers ranges in flight ahead of the one being
+// yielded, entriesPerGet keys a request; pages of the file list and block
+// index pagesPerGet a request (each is up to 256 or about 400 KiB).
+const (
+	entriesPerRead = 2048
+	readers        = 4
+	entriesPerGet  = 512
+	pagesPerGet    = 8
+	// maxPages is the most pages of a kind the six-digit page keys name.
+	maxPages = 1000000
+)
 
-// Load implements master.Store.
+// Load implements master.Store. It reads the meta, the pages the meta
+// counts and the pass at the revision of the meta, so the state is
+// consistent, and checks that they agree; the entries are read at that
+// revision too, as Snapshot.Entries is ranged over, and each is checked
+// (taskqueue.CheckRecord). Whatever does not decode or agree is refused
+// with an error wrapping ErrFormat that names its key.
 func (s *Store) Load(ctx context.Context) (*master.Snapshot, error) {
 	resp, err := s.cfg.Client.Get(ctx, s.keys.meta())
 	if err != nil {
@@ -30,162 +44,282 @@ func (s *Store) Load(ctx context.Context) (*master.Snapshot, error) {
 		return &master.Snapshot{}, nil
 	}
 	rev := resp.Header.Revision // every later read is of this revision: one consistent state
-	var m meta
-	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil {
-		return nil, errors.Wrapf(ErrFormat, "%s: %v", s.keys.meta(), err)
-	}
-	if m.Format != Format {
-		return nil, errors.Wrapf(ErrFormat, "%s holds format %d; this master reads format %d only (a newer master wrote it?)", s.keys.meta(), m.Format, Format)
+	m, err := s.decodeMeta(resp.Kvs[0].Value)
+	if err != nil {
+		return nil, err
 	}
 	ds, err := s.loadDataset(ctx, m, rev)
 	if err != nil {
 		return nil, err
 	}
-	snap := &master.Snapshot{Dataset: ds}
-	if snap.Pass, err = s.loadPass(ctx, rev); err != nil {
-		return nil, err
-	}
-	records, err := s.loadEntries(ctx, m.Tasks, rev)
+	pass, err := s.loadPass(ctx, rev)
 	if err != nil {
 		return nil, err
 	}
-	snap.Entries = taskqueue.Stored(records)
-	return snap, nil
+	return &master.Snapshot{Dataset: ds, Pass: pass, Entries: s.entries(ctx, m.Tasks, rev)}, nil
 }
 
-// Task entries are read in ranges of entriesPerRead task indices (about
-// 200 bytes each), by up to readers reads at a time.
-const (
-	entriesPerRead = 2048
-	readers        = 4
-)
+// decodeMeta decodes the meta and checks that its counts agree with each
+// other; loadDataset checks them against the pages.
+func (s *Store) decodeMeta(b []byte) (meta, error) {
+	key := s.keys.meta()
+	var m meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, badState(key, err)
+	}
+	switch {
+	case m.Format != Format:
+		return m, badStatef(key, "holds format %d; this master reads format %d only (a newer master wrote it?)", m.Format, Format)
+	case m.ChunksPerTask <= 0:
+		return m, badStatef(key, "chunks_per_task %d (want at least 1)", m.ChunksPerTask)
+	case m.Files <= 0 || m.Files > maxPages*filesPerPage:
+		return m, badStatef(key, "files %d (want 1 to %d)", m.Files, maxPages*filesPerPage)
+	case m.Chunks <= 0 || m.Chunks > maxPages*chunksPerPage:
+		return m, badStatef(key, "chunks %d (want 1 to %d)", m.Chunks, maxPages*chunksPerPage)
+	case m.Records < 0:
+		return m, badStatef(key, "records %d", m.Records)
+	}
+	if tasks := ceilDiv(m.Chunks, m.ChunksPerTask); m.Tasks != tasks {
+		return m, badStatef(key, "tasks %d, but %d chunks in tasks of %d make %d", m.Tasks, m.Chunks, m.ChunksPerTask, tasks)
+	}
+	return m, nil
+}
 
-// loadEntries reads the task entries. A range read with a limit is no
-// answer for a million keys: etcd counts every key to the end of the range
-// on each read, which made a million entries take minutes to load. Keys
-// outside the task range or not named like a task are reported, not
-// skipped.
-func (s *Store) loadEntries(ctx context.Context, tasks int, rev int64) ([]taskqueue.Record, error) {
-	bounds := []string{s.keys.tasks()}
-	for i := 0; i < tasks; i += entriesPerRead {
-		bounds = append(bounds, s.keys.task(i))
+func ceilDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 {
+		q++
 	}
-	bounds = append(bounds, s.keys.task(tasks), clientv3.GetPrefixRangeEnd(s.keys.tasks()))
-	parts := make([][]taskqueue.Record, len(bounds)-1)
-	errs := make([]error, len(parts))
-	next := make(chan int, len(parts))
-	for i := range parts {
-		next <- i
+	return q
+}
+
+func (s *Store) loadPass(ctx context.Context, rev int64) (int, error) {
+	key := s.keys.pass()
+	resp, err := s.cfg.Client.Get(ctx, key, clientv3.WithRev(rev))
+	if err != nil {
+		return 0, errors.Wrapf(err, "etcdstore: read %s", key)
 	}
-	close(next)
-	var wg sync.WaitGroup
-	for range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				parts[i], errs[i] = s.readEntries(ctx, bounds[i], bounds[i+1], tasks, rev)
-			}
-		}()
+	if len(resp.Kvs) == 0 {
+		return 0, badStatef(key, "missing")
 	}
-	wg.Wait()
-	var records []taskqueue.Record
-	for i, part := range parts {
-		if errs[i] != nil {
-			return nil, errors.Wrapf(errs[i], "etcdstore: read %s", s.keys.tasks())
+	var p passValue
+	if err := json.Unmarshal(resp.Kvs[0].Value, &p); err != nil {
+		return 0, badState(key, err)
+	}
+	if p.Pass < 0 || p.Pass > math.MaxInt32 {
+		return 0, badStatef(key, "pass %d (want 0 to %d)", p.Pass, math.MaxInt32)
+	}
+	return p.Pass, nil
+}
+
+// loadDataset reads the pages the meta counts, and no others: pages past
+// them (there should be none, see SaveDataset) are never read into the
+// dataset.
+func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Dataset, error) {
+	files, err := s.loadFiles(ctx, m.Files, rev)
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := s.loadChunks(ctx, m, rev)
+	if err != nil {
+		return nil, err
+	}
+	var records int64
+	for _, c := range chunks {
+		if records > math.MaxInt64-c.NumRecords {
+			return nil, badStatef(s.keys.chunks(), "the chunks hold more than %d records", int64(math.MaxInt64))
 		}
-		records = append(records, part...)
+		records += c.NumRecords
 	}
-	return records, nil
+	if records != m.Records {
+		return nil, badStatef(s.keys.meta(), "records %d, but the chunks hold %d", m.Records, records)
+	}
+	ds, err := dataset.Restore(m.Patterns, files, m.ChunksPerTask, chunks)
+	if err != nil {
+		return nil, badState(s.keys.meta(), err)
+	}
+	return ds, nil
 }
 
-// readEntries reads the task entries with keys in [from, end).
+// errEnough ends a scan that has read what it needs.
+var errEnough = errors.New("etcdstore: scan done")
+
+// loadFiles reads pages of the file list in order, from the first, until
+// they hold the want files of the meta.
+func (s *Store) loadFiles(ctx context.Context, want int, rev int64) ([]string, error) {
+	var files []string
+	page := 0
+	err := s.scanRange(ctx, s.keys.file(0), clientv3.GetPrefixRangeEnd(s.keys.files()), rev, pagesPerGet, func(kv *mvccpb.KeyValue) error {
+		key := string(kv.Key)
+		if key != s.keys.file(page) {
+			return badStatef(key, "found where page %s of the file list should be", s.keys.file(page))
+		}
+		var names []string
+		if err := json.Unmarshal(kv.Value, &names); err != nil {
+			return badState(key, err)
+		}
+		if len(names) == 0 || len(files)+len(names) > want {
+			return badStatef(key, "holds %d files after the %d of the pages before; the meta counts %d", len(names), len(files), want)
+		}
+		files = append(files, names...)
+		page++
+		if len(files) == want {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, err
+	}
+	if len(files) != want {
+		return nil, badStatef(s.keys.file(page), "missing: the pages before hold %d files; the meta counts %d", len(files), want)
+	}
+	return files, nil
+}
+
+// loadChunks reads the pages of the block index the meta's count of chunks
+// makes, each full but the last, and checks every chunk.
+func (s *Store) loadChunks(ctx context.Context, m meta, rev int64) ([]dataset.Chunk, error) {
+	pages := ceilDiv(m.Chunks, chunksPerPage)
+	first, end := s.keys.chunk(0), s.keys.chunk(pages)
+	// Count the pages before making room for the chunks the meta counts.
+	resp, err := s.cfg.Client.Get(ctx, first, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithCountOnly())
+	if err != nil {
+		return nil, errors.Wrapf(err, "etcdstore: read %s", s.keys.chunks())
+	}
+	if resp.Count != int64(pages) {
+		return nil, badStatef(s.keys.meta(), "chunks %d make %d pages, but %d keys lie from %s to %s", m.Chunks, pages, resp.Count, first, end)
+	}
+	chunks := make([]dataset.Chunk, 0, m.Chunks)
+	page := 0
+	err = s.scanRange(ctx, first, end, rev, pagesPerGet, func(kv *mvccpb.KeyValue) error {
+		key := string(kv.Key)
+		if key != s.keys.chunk(page) {
+			return badStatef(key, "found where page %s of the block index should be", s.keys.chunk(page))
+		}
+		from := page * chunksPerPage
+		var err error
+		if chunks, err = decodeChunks(chunks, kv.Value); err != nil {
+			return badState(key, err)
+		}
+		if want := min(chunksPerPage, m.Chunks-from); len(chunks)-from != want {
+			return badStatef(key, "holds %d chunks; the meta's %d chunks make it hold %d", len(chunks)-from, m.Chunks, want)
+		}
+		for i, c := range chunks[from:] {
+			if c.File < 0 || int(c.File) >= m.Files || c.Idx < 0 || c.Offset < 0 || c.NumRecords < 0 {
+				return badStatef(key, "chunk %d (file %d, chunk %d of it, offset %d, %d records) does not fit the meta's %d files",
+					from+i, c.File, c.Idx, c.Offset, c.NumRecords, m.Files)
+			}
+		}
+		page++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(chunks) != m.Chunks {
+		return nil, badStatef(s.keys.chunk(page), "missing: the pages before hold %d chunks; the meta counts %d", len(chunks), m.Chunks)
+	}
+	return chunks, nil
+}
+
+// entries yields the task entries at revision rev as they are taken: the
+// key range is read in parts of entriesPerRead tasks, readers parts in
+// flight ahead of the one being yielded, so that no more than about
+// (readers+1) × entriesPerRead entries are held at once. The parts before
+// the first task and after the last hold no task; a key in them, or a key
+// not named like a task, is refused by name. Stopping the range stops the
+// reads.
+func (s *Store) entries(ctx context.Context, tasks int, rev int64) iter.Seq2[taskqueue.Record, error] {
+	return func(yield func(taskqueue.Record, error) bool) {
+		bounds := []string{s.keys.tasks()}
+		for i := 0; i < tasks; i += entriesPerRead {
+			bounds = append(bounds, s.keys.task(i))
+		}
+		bounds = append(bounds, s.keys.task(tasks), clientv3.GetPrefixRangeEnd(s.keys.tasks()))
+		parts := len(bounds) - 1
+
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() {
+			cancel()
+			wg.Wait()
+		}()
+		type part struct {
+			records []taskqueue.Record
+			err     error
+		}
+		results := make([]chan part, parts)
+		read := func(i int) {
+			done := make(chan part, 1)
+			results[i] = done
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				records, err := s.readEntries(ctx, bounds[i], bounds[i+1], tasks, rev)
+				done <- part{records, err}
+			}()
+		}
+		for i := range min(readers, parts) {
+			read(i)
+		}
+		for i := range parts {
+			p := <-results[i]
+			results[i] = nil
+			if i+readers < parts {
+				read(i + readers)
+			}
+			if p.err != nil {
+				yield(taskqueue.Record{}, p.err)
+				return
+			}
+			for _, r := range p.records {
+				if !yield(r, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// readEntries reads and checks the task entries with keys in [from, end).
 func (s *Store) readEntries(ctx context.Context, from, end string, tasks int, rev int64) ([]taskqueue.Record, error) {
 	var records []taskqueue.Record
-	err := s.scanRange(ctx, from, end, rev, func(kv *mvccpb.KeyValue) error {
-		i, err := taskIndex(string(kv.Key), s.keys.tasks())
-		if err != nil || i < 0 || i >= tasks || string(kv.Key) != s.keys.task(i) {
-			return fmt.Errorf("%s: not a task of the %d", kv.Key, tasks)
+	err := s.scanRange(ctx, from, end, rev, entriesPerGet, func(kv *mvccpb.KeyValue) error {
+		key := string(kv.Key)
+		i, err := taskIndex(key, s.keys.tasks())
+		if err != nil || i < 0 || i >= tasks || key != s.keys.task(i) {
+			return badStatef(key, "not a task of the %d", tasks)
 		}
 		e, err := decodeEntry(kv.Value)
 		if err != nil {
-			return fmt.Errorf("%s: %v", kv.Key, err)
+			return badState(key, err)
 		}
-		records = append(records, taskqueue.Record{Index: i, Entry: e})
+		r := taskqueue.Record{Index: i, Entry: e}
+		if err := taskqueue.CheckRecord(r, tasks); err != nil {
+			return badState(key, err)
+		}
+		records = append(records, r)
 		return nil
 	})
 	return records, err
 }
 
-func (s *Store) loadPass(ctx context.Context, rev int64) (int, error) {
-	resp, err := s.cfg.Client.Get(ctx, s.keys.pass(), clientv3.WithRev(rev))
-	if err != nil {
-		return 0, errors.Wrapf(err, "etcdstore: read %s", s.keys.pass())
-	}
-	var p passValue
-	if len(resp.Kvs) == 0 {
-		return 0, errors.Wrapf(ErrFormat, "%s missing", s.keys.pass())
-	}
-	if err := json.Unmarshal(resp.Kvs[0].Value, &p); err != nil {
-		return 0, errors.Wrapf(ErrFormat, "%s: %v", s.keys.pass(), err)
-	}
-	return p.Pass, nil
-}
-
-func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Dataset, error) {
-	files := make([]string, 0, m.Files)
-	err := s.scan(ctx, s.keys.files(), rev, func(kv *mvccpb.KeyValue) error {
-		var page []string
-		if err := json.Unmarshal(kv.Value, &page); err != nil {
-			return fmt.Errorf("%s: %v", kv.Key, err)
-		}
-		files = append(files, page...)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	chunks := make([]dataset.Chunk, 0, m.Chunks)
-	err = s.scan(ctx, s.keys.chunks(), rev, func(kv *mvccpb.KeyValue) error {
-		var err error
-		if chunks, err = decodeChunks(chunks, kv.Value); err != nil {
-			return fmt.Errorf("%s: %v", kv.Key, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(files) != m.Files || len(chunks) != m.Chunks {
-		return nil, errors.Wrapf(ErrFormat, "meta says %d files and %d chunks, pages hold %d and %d", m.Files, m.Chunks, len(files), len(chunks))
-	}
-	ds, err := dataset.Restore(m.Patterns, files, m.ChunksPerTask, chunks)
-	if err != nil {
-		return nil, errors.Wrap(ErrFormat, err.Error())
-	}
-	return ds, nil
-}
-
-// scan calls fn for every key under prefix at revision rev, in key order,
-// a page at a time so that no response is large.
-func (s *Store) scan(ctx context.Context, prefix string, rev int64, fn func(*mvccpb.KeyValue) error) error {
-	return errors.Wrapf(s.scanRange(ctx, prefix, clientv3.GetPrefixRangeEnd(prefix), rev, fn), "etcdstore: read %s", prefix)
-}
-
 // scanRange calls fn for every key in [from, end) at revision rev, in key
-// order, 512 keys per read.
-func (s *Store) scanRange(ctx context.Context, from, end string, rev int64, fn func(*mvccpb.KeyValue) error) error {
+// order, limit keys a read, until fn returns an error, which it returns as
+// it is.
+func (s *Store) scanRange(ctx context.Context, from, end string, rev, limit int64, fn func(*mvccpb.KeyValue) error) error {
 	for key := from; key < end; {
-		resp, err := s.cfg.Client.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(512))
+		resp, err := s.cfg.Client.Get(ctx, key, clientv3.WithRange(end), clientv3.WithRev(rev), clientv3.WithLimit(limit))
 		if err != nil {
-			return err
+			return errors.Wrapf(err, "etcdstore: read %s to %s", key, end)
 		}
 		for _, kv := range resp.Kvs {
 			if err := fn(kv); err != nil {
-				return errors.Wrap(ErrFormat, err.Error())
+				return err
 			}
 		}
-		if !resp.More {
+		if !resp.More || len(resp.Kvs) == 0 {
 			return nil
 		}
 		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"

@@ -68,8 +68,8 @@ func TestOutOfSpace(t *testing.T) {
 	if next.Index != 1 {
 		t.Fatalf("after freeing space got task %d, want 1", next.Index)
 	}
-	if st := svc.Status(); st.Done != 1 || st.Pending != 1 {
-		t.Fatalf("after freeing space: %+v", st)
+	if st, err := svc.Status(ctx); err != nil || st.Done != 1 || st.Pending != 1 {
+		t.Fatalf("after freeing space: %+v, %v", st, err)
 	}
 }
 

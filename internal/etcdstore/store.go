@@ -20,12 +20,21 @@ import (
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
-// Limits of one transaction, under etcd's defaults of 128 operations and
-// 1.5 MiB per request.
+// Limits of one transaction: etcd refuses a request of more than its
+// --max-request-bytes (Config.MaxRequestBytes) and a transaction of more
+// than its --max-txn-ops operations (128 by default).
 const (
-	maxOps      = 120
-	maxTxnBytes = 1 << 20
+	// DefaultMaxRequestBytes is etcd's default --max-request-bytes: 1.5 MiB.
+	DefaultMaxRequestBytes = 3 << 19
+	// maxOps is the most operations of one transaction of this store.
+	maxOps = 120
 )
+
+// txnBytesOf is the most bytes of keys, values and range ends one
+// transaction of the store holds under etcd's request limit: two thirds of
+// it (1 MiB at the default), the rest left for etcd's framing of each
+// operation, the fence and raft's header.
+func txnBytesOf(maxRequestBytes int) int { return maxRequestBytes - maxRequestBytes/3 }
 
 // Config configures a Store.
 type Config struct {
@@ -37,13 +46,22 @@ type Config struct {
 	// compaction; default 10,000 (negative: never).
 	CompactEvery int64
 	CompactKeep  int64 // default 1,000
-	Log          logrus.FieldLogger
+	// MaxRequestBytes is the --max-request-bytes of the etcd the store
+	// writes to: the largest request it accepts. Default
+	// DefaultMaxRequestBytes (1.5 MiB), etcd's own default. The keys and
+	// values of one transaction are kept to two thirds of it (1 MiB at the
+	// default): a change too large for one is written in several, and
+	// SaveDataset refuses, before it writes anything, a dataset whose meta
+	// or a page of whose index would not fit one.
+	MaxRequestBytes int
+	Log             logrus.FieldLogger
 }
 
 // Store is a master.Store in etcd.
 type Store struct {
-	cfg  Config
-	keys keys
+	cfg         Config
+	keys        keys
+	maxTxnBytes int // of keys, values and range ends in one transaction
 
 	mu            sync.Mutex
 	lastCompacted int64
@@ -66,10 +84,13 @@ func New(cfg Config) *Store {
 	if cfg.CompactKeep == 0 {
 		cfg.CompactKeep = 1000
 	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return &Store{cfg: cfg, keys: keys(cfg.Namespace + "/task_queues/")}
+	return &Store{cfg: cfg, keys: keys(cfg.Namespace + "/task_queues/"), maxTxnBytes: txnBytesOf(cfg.MaxRequestBytes)}
 }
 
 // Stats returns the store's counters.
@@ -91,72 +112,181 @@ func taskIndex(key, prefix string) (int, error) {
 	return strconv.Atoi(strings.TrimPrefix(key, prefix))
 }
 
-// SaveDataset implements master.Store: pages first, then meta and the pass,
-// clearing the entries of any earlier dataset, in one transaction.
+// SaveDataset implements master.Store. It first checks that every value it
+// is to write fits a transaction, and refuses a dataset that does not with
+// an error wrapping master.ErrDatasetTooLarge, having written nothing.
+// Then its first transaction deletes everything under the prefix (the
+// state of an earlier dataset, or what an earlier save that failed half
+// way wrote), the pages follow, and the last transaction writes the pass
+// and the meta: a dataset without meta does not exist, and Load reads only
+// the pages its meta counts.
 func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
-	var batch []clientv3.Op
-	batchBytes := 0
-	flush := func() error {
-		err := s.txn(ctx, batch)
-		batch, batchBytes = batch[:0], 0
-		return err
+	tooLarge := func(what string, size int) error {
+		return errors.Wrapf(master.ErrDatasetTooLarge,
+			"etcdstore: %s would be %d bytes, and a transaction holds at most %d (two thirds of etcd's request limit of %d bytes, --max-request-bytes, Config.MaxRequestBytes)",
+			what, size, s.maxTxnBytes, s.cfg.MaxRequestBytes)
 	}
-	add := func(op clientv3.Op, size int) error {
-		if len(batch) > 0 && (batchBytes+size > maxTxnBytes || len(batch) == maxOps) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		batch, batchBytes = append(batch, op), batchBytes+size
-		return nil
+	m, err := json.Marshal(meta{Format: Format, Patterns: ds.Patterns, ChunksPerTask: ds.ChunksPerTask,
+		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords()})
+	if err != nil {
+		return errors.Wrap(err, "etcdstore: encode the dataset's meta")
 	}
-	for i, page := range filePages(ds.Files) {
-		if err := add(clientv3.OpPut(s.keys.file(i), string(page)), len(page)); err != nil {
-			return err
+	pass, _ := json.Marshal(passValue{})
+	last := []clientv3.Op{clientv3.OpPut(s.keys.pass(), string(pass)), clientv3.OpPut(s.keys.meta(), string(m))}
+	if n := unitBytes(last); n > s.maxTxnBytes {
+		return tooLarge(fmt.Sprintf("the dataset's meta %s (its %d patterns and its counts)", s.keys.meta(), len(ds.Patterns)), n)
+	}
+	var units [][]clientv3.Op
+	for i, page := range filePages(ds.Files, min(filePageBytes, s.maxTxnBytes/2)) {
+		op := clientv3.OpPut(s.keys.file(i), string(page))
+		if n := opBytes(op); n > s.maxTxnBytes {
+			return tooLarge(fmt.Sprintf("%s, a page of the list of %d files", s.keys.file(i), len(ds.Files)), n)
 		}
+		units = append(units, []clientv3.Op{op})
 	}
 	chunks := ds.Chunks()
 	for i := 0; i*chunksPerPage < len(chunks); i++ {
 		page := encodeChunks(chunks[i*chunksPerPage : min((i+1)*chunksPerPage, len(chunks))])
-		if err := add(clientv3.OpPut(s.keys.chunk(i), string(page)), len(page)); err != nil {
-			return err
+		op := clientv3.OpPut(s.keys.chunk(i), string(page))
+		if n := opBytes(op); n > s.maxTxnBytes {
+			return tooLarge(fmt.Sprintf("%s, a page of the block index", s.keys.chunk(i)), n)
 		}
+		units = append(units, []clientv3.Op{op})
 	}
-	if len(batch) > 0 {
-		if err := flush(); err != nil {
-			return err
-		}
+	// etcd refuses a transaction that deletes a range and puts a key in
+	// it: the deletion is a transaction of its own.
+	if err := s.txn(ctx, []clientv3.Op{clientv3.OpDelete(s.keys.prefix(), clientv3.WithPrefix())}); err != nil {
+		return err
 	}
-	m, _ := json.Marshal(meta{Format: Format, Patterns: ds.Patterns, ChunksPerTask: ds.ChunksPerTask,
-		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords()})
-	pass, _ := json.Marshal(passValue{})
-	return s.txn(ctx, []clientv3.Op{
-		clientv3.OpDelete(s.keys.tasks(), clientv3.WithPrefix()),
-		clientv3.OpPut(s.keys.pass(), string(pass)),
-		clientv3.OpPut(s.keys.meta(), string(m)),
-	})
+	return s.commitUnits(ctx, append(units, last))
 }
 
-// Commit implements master.Store. A change of more entries than one
-// transaction holds is written in several, the pass last; each is a state
-// the queues could have been in.
+// Commit implements master.Store. A change too large for one transaction
+// (maxOps operations, Store.maxTxnBytes bytes) is written in several, its
+// entries in order, each transaction a state the queues could have been
+// in. When the change ends a pass, the pass key is written in the same
+// transaction as the last entry of the pass it ends, and the entries of
+// later passes in that transaction or after it: no entry of a pass is ever
+// durable while the stored pass is older (it would come to life when that
+// pass ends), and Load's reader ignores the entries of other passes than
+// the stored one (taskqueue.Restore). A failure reason is stored cut to
+// 64 KiB (less under a small MaxRequestBytes), so that no entry is too
+// large to store.
 func (s *Store) Commit(ctx context.Context, ch taskqueue.Change) error {
+	maxError := min(maxEntryErrorBytes, s.maxTxnBytes/4)
 	ops := make([]clientv3.Op, 0, len(ch.Records)+1)
 	for _, r := range ch.Records {
-		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Entry))))
+		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Entry, maxError))))
 	}
 	if ch.PassChanged {
 		pass, _ := json.Marshal(passValue{Pass: ch.Pass})
 		ops = append(ops, clientv3.OpPut(s.keys.pass(), string(pass)))
 	}
-	for len(ops) > 0 {
-		n := min(len(ops), maxOps)
-		if err := s.txn(ctx, ops[:n]); err != nil {
+	if len(ops) == 0 {
+		return nil
+	}
+	if len(ops) <= maxOps && unitBytes(ops) <= s.maxTxnBytes {
+		return s.txn(ctx, ops)
+	}
+	if !ch.PassChanged {
+		units := make([][]clientv3.Op, len(ops))
+		for i, op := range ops {
+			units[i] = []clientv3.Op{op}
+		}
+		return s.commitUnits(ctx, units)
+	}
+	stored, err := s.storedPass(ctx, ch.Pass)
+	if err != nil {
+		return err
+	}
+	passOp := ops[len(ops)-1]
+	var ending, later [][]clientv3.Op
+	for i, r := range ch.Records {
+		if r.Pass <= stored {
+			ending = append(ending, []clientv3.Op{ops[i]})
+		} else {
+			later = append(later, []clientv3.Op{ops[i]})
+		}
+	}
+	if n := len(ending); n > 0 {
+		ending[n-1] = append(ending[n-1], passOp)
+	} else {
+		ending = [][]clientv3.Op{{passOp}}
+	}
+	return s.commitUnits(ctx, append(ending, later...))
+}
+
+// storedPass reads the pass key, for a change that ends a pass and takes
+// several transactions; without one (no dataset saved), the change is
+// taken to end the pass before its own.
+func (s *Store) storedPass(ctx context.Context, changed int) (int, error) {
+	resp, err := s.cfg.Client.Get(ctx, s.keys.pass())
+	if err != nil {
+		return 0, errors.Wrapf(err, "etcdstore: read %s", s.keys.pass())
+	}
+	if len(resp.Kvs) == 0 {
+		return changed - 1, nil
+	}
+	var p passValue
+	if err := json.Unmarshal(resp.Kvs[0].Value, &p); err != nil {
+		return 0, badState(s.keys.pass(), err)
+	}
+	return p.Pass, nil
+}
+
+// commitUnits commits units, groups of operations that must be written
+// together, in order and in as few transactions as the limits allow.
+func (s *Store) commitUnits(ctx context.Context, units [][]clientv3.Op) error {
+	txns, err := split(units, maxOps, s.maxTxnBytes)
+	if err != nil {
+		return err
+	}
+	for _, ops := range txns {
+		if err := s.txn(ctx, ops); err != nil {
 			return err
 		}
-		ops = ops[n:]
 	}
 	return nil
+}
+
+// split cuts units, groups of operations that must be written in one
+// transaction, into transactions of at most maxOps operations and maxBytes
+// bytes (opBytes), keeping their order: a transaction is closed only when
+// the next unit would not fit it. A unit over either limit is an error.
+func split(units [][]clientv3.Op, maxOps, maxBytes int) ([][]clientv3.Op, error) {
+	var txns [][]clientv3.Op
+	var cur []clientv3.Op
+	curBytes := 0
+	for _, u := range units {
+		n := unitBytes(u)
+		if len(u) > maxOps || n > maxBytes {
+			return nil, errors.Errorf("etcdstore: %d operations of %d bytes cannot be one transaction (at most %d operations and %d bytes)", len(u), n, maxOps, maxBytes)
+		}
+		if len(cur) > 0 && (len(cur)+len(u) > maxOps || curBytes+n > maxBytes) {
+			txns = append(txns, cur)
+			cur, curBytes = nil, 0
+		}
+		cur = append(cur, u...)
+		curBytes += n
+	}
+	if len(cur) > 0 {
+		txns = append(txns, cur)
+	}
+	return txns, nil
+}
+
+// opBytes is what an operation counts against a transaction's bytes: its
+// key, value and range end.
+func opBytes(op clientv3.Op) int {
+	return len(op.KeyBytes()) + len(op.ValueBytes()) + len(op.RangeBytes())
+}
+
+func unitBytes(ops []clientv3.Op) int {
+	n := 0
+	for _, op := range ops {
+		n += opBytes(op)
+	}
+	return n
 }
 
 // txn commits ops if the fence holds.

@@ -276,7 +276,7 @@ func TestFilePagesStaySmall(t *testing.T) {
 		{[]string{long, long, long}, 1},
 		{slices.Repeat([]string{long}, 200), 4},
 	} {
-		pages := filePages(tc.files)
+		pages := filePages(tc.files, filePageBytes)
 		var back []string
 		for _, p := range pages {
 			if len(p) > 512<<10 {
@@ -307,7 +307,7 @@ func TestLoadReadsEveryRange(t *testing.T) {
 	tasks := []int{0, entriesPerRead - 1, entriesPerRead, 2*entriesPerRead - 1, 2 * entriesPerRead, ds.NumTasks() - 1}
 	var ch taskqueue.Change
 	for _, i := range tasks {
-		ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Queue: taskqueue.Done, Seq: int64(i)}})
+		ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Queue: taskqueue.Done, Epoch: 1, Seq: int64(i)}})
 	}
 	if err := store.Commit(ctx, ch); err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestLoadReadsEveryRange(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cli.Delete(ctx, prefix+stray)
-			if _, err := store.Load(ctx); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), prefix+stray) {
+			if err := loadAll(store); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), prefix+stray) {
 				t.Fatalf("a stray key %s loaded: %v", stray, err)
 			}
 		})

@@ -8,7 +8,10 @@
 // listener is closed and the state dropped at once, and, unless the context
 // ended, a new term starts as a standby. A standby starts no RPC service.
 // When the context ends the leader resigns by revoking its lease, so a
-// standby takes over in milliseconds rather than after the TTL.
+// standby takes over in milliseconds rather than after the TTL; so it does
+// when the trainer port fails for good (an accept error that does not pass
+// by itself): a master that cannot take connections must not keep the lock
+// and its published address.
 package leader
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/trainmaster/master/internal/election"
 	"github.com/trainmaster/master/internal/etcdstore"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Config configures Run.
@@ -43,6 +47,12 @@ type Config struct {
 	Serving func(addr string)
 	// Stats, if set, receives the store of each term (for its counters).
 	Stats func(*etcdstore.Store)
+	// Server configures the trainer port: its limits, TLS and token (its
+	// Log is replaced by Log).
+	Server master.ServerConfig
+	// Listen, if set, opens the trainer port instead of net.Listen("tcp",
+	// addr): for listeners handed over by a supervisor, and for tests.
+	Listen func(addr string) (net.Listener, error)
 }
 
 // ErrRefused wraps errors that no new term can fix, such as a stored state
@@ -85,7 +95,7 @@ func term(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", cfg.Addr)
+	lis, err := listen(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: listen on %s: %v", ErrRefused, cfg.Addr, err)
 	}
@@ -113,16 +123,19 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	}
 	defer svc.Close()
 	if err := svc.Restore(ctx); err != nil {
-		if errors.Is(err, etcdstore.ErrFormat) {
-			return fmt.Errorf("%w: %v", ErrRefused, err)
+		if unservable(err) {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
 		}
 		return err
 	}
-	srv, err := master.NewServer(svc, cfg.Log)
+	srvCfg := cfg.Server
+	srvCfg.Log = cfg.Log
+	srv, err := master.NewServerWith(svc, srvCfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	go srv.Serve(lis)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lis) }()
 	defer srv.Close()
 	cfg.Log.WithFields(logrus.Fields{"addr": addr, "key": lead.Key, "rev": lead.Rev}).Info("leading: serving trainers")
 	if cfg.Serving != nil {
@@ -131,19 +144,54 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	select {
 	case <-ctx.Done():
 		srv.Close()
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := lead.Resign(rctx); err != nil {
-			cfg.Log.WithError(err).Warn("could not resign; a standby takes over after the TTL")
-		} else {
-			cfg.Log.Info("resigned the master lock")
-		}
+		resign(cfg, lead)
 		return nil
+	case err := <-served:
+		return portFailed(cfg, lead, srv, err)
 	case err := <-lost:
 		return err
 	case <-lead.Session.Done():
 		return election.ErrSessionExpired
 	}
+}
+
+// unservable reports whether a Restore error is one that no new term can
+// fix: a stored state this master cannot read or trust, or a declared
+// dataset it cannot serve.
+func unservable(err error) bool {
+	return errors.Is(err, etcdstore.ErrFormat) || errors.Is(err, taskqueue.ErrBadEntry) || errors.Is(err, master.ErrDeclaredDataset)
+}
+
+// portFailed ends a term whose trainer port stopped accepting: no trainer
+// can reach this master any more, so it resigns at once for a standby to
+// serve, rather than hold the lock and its published address.
+func portFailed(cfg Config, lead *election.Leadership, srv *master.Server, err error) error {
+	if err == nil {
+		err = errors.New("the listener was closed")
+	}
+	cfg.Log.WithError(err).Error("the trainer port failed: ending the term and resigning the master lock so that a standby serves")
+	srv.Close()
+	resign(cfg, lead)
+	return fmt.Errorf("leader: trainer port: %w", err)
+}
+
+// resign gives up the lock by revoking the lease, within 2 seconds, so that
+// a standby takes over at once instead of after the TTL.
+func resign(cfg Config, lead *election.Leadership) {
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := lead.Resign(rctx); err != nil {
+		cfg.Log.WithError(err).Warn("could not resign; a standby takes over after the TTL")
+		return
+	}
+	cfg.Log.Info("resigned the master lock")
+}
+
+func listen(cfg Config) (net.Listener, error) {
+	if cfg.Listen != nil {
+		return cfg.Listen(cfg.Addr)
+	}
+	return net.Listen("tcp", cfg.Addr)
 }
 
 // publish writes the address trainers dial, fenced and attached to the lease.

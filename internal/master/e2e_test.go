@@ -202,8 +202,8 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("pass %d consumed %+v, the dataset is %+v", pass, got, want)
 		}
 	}
-	if st := svc.Status(); !st.AllDone || st.Pass != passes {
-		t.Fatalf("master status %+v", st)
+	if st, err := svc.Status(context.Background()); err != nil || !st.AllDone || st.Pass != passes {
+		t.Fatalf("master status %+v, %v", st, err)
 	}
 }
 

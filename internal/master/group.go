@@ -40,11 +40,50 @@ func (g *group) wait() error {
 	return g.err
 }
 
+// An op is what an operation leaves to do once it has released the lock:
+// commit the groups if it is the committer, wait until its group is
+// durable, then log what it did.
+type op struct {
+	g      *group
+	commit bool // the caller found no commit in flight and commits
+	logs   []func()
+}
+
+// queue adds an operation's change to the groups awaiting commit and
+// returns what the operation must do once it releases the lock (complete).
+// An empty change waits for the newest group, so that a reply read off
+// uncommitted state (no task, all done, already finished) still waits for
+// that state to be durable. Called with s.mu held.
+func (s *Service) queue(ch taskqueue.Change, logs ...func()) op {
+	o := op{g: s.enqueue(ch), logs: logs}
+	s.rearm()
+	if o.g != nil && !s.committing {
+		s.committing, o.commit = true, true
+	}
+	return o
+}
+
+// complete finishes an operation outside the lock: commits the groups up to
+// its own when it is the committer, waits for its group, and logs once it
+// is durable.
+func (s *Service) complete(o op) error {
+	if o.commit {
+		s.commitThrough(o.g)
+	}
+	if err := o.g.wait(); err != nil {
+		return err
+	}
+	for _, log := range o.logs {
+		if log != nil {
+			log()
+		}
+	}
+	return nil
+}
+
 // enqueue adds a change to the open group, starting a new group when the
 // open one is full or already taken by the committer, and returns the group
-// to wait for. An empty change returns the newest group, so that a reply
-// read off uncommitted state (no task, all done, already finished) still
-// waits for that state to be durable. Called with s.mu held.
+// to wait for. Called with s.mu held.
 func (s *Service) enqueue(ch taskqueue.Change) *group {
 	if ch.Empty() {
 		return s.newest
@@ -61,52 +100,82 @@ func (s *Service) enqueue(ch taskqueue.Change) *group {
 }
 
 // commitThrough commits the queued groups in order until g is committed
-// (all of them when g is nil); the caller must have set s.committing. It
-// is called with s.mu held and releases it during each Store call. A
-// caller that finds no commit in flight commits its own group this way,
-// sparing a hand-off to another goroutine when calls do not overlap; the
-// groups queued behind its own are left to a goroutine.
+// (all of them when g is nil); only the committer calls it, with the lock
+// released. A caller that finds no commit in flight commits its own group
+// this way, sparing a hand-off to another goroutine when calls do not
+// overlap; the groups queued behind its own are left to a goroutine.
 //
 // After a failed commit every queued group fails too: they were built on
 // the change that did not become durable, and the state is reloaded before
 // the next operation (or dropped, when leadership was lost).
 func (s *Service) commitThrough(g *group) {
-	for len(s.groups) > 0 {
-		next := s.groups[0]
-		s.groups = s.groups[1:]
-		s.mu.Unlock()
+	for {
+		next := s.takeGroup()
+		if next == nil {
+			return
+		}
 		err := s.storeCommit(next.change)
-		s.mu.Lock()
-		if err != nil {
-			err = s.storeFailed(err)
-			next.finish(err)
-			s.failGroups(err)
-			break
-		}
-		next.finish(nil)
-		if next == g {
+		if !s.committed(next, err) || next == g {
 			break
 		}
 	}
-	if len(s.groups) > 0 {
-		go s.commitGroups()
-		return
+	if s.handOff() {
+		go s.commitThrough(nil)
 	}
-	s.newest = nil // committed or failed: nothing is waiting to become durable
-	s.committing = false
 }
 
-// commitGroups commits every queued group, from its own goroutine.
-func (s *Service) commitGroups() {
+// takeGroup returns the oldest queued group, or nil when none is left; the
+// committer then stops being one.
+func (s *Service) takeGroup() *group {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.commitThrough(nil)
+	if len(s.groups) == 0 {
+		s.stopCommitting()
+		return nil
+	}
+	next := s.groups[0]
+	s.groups = s.groups[1:]
+	return next
+}
+
+// committed records the outcome of a group's commit and reports whether it
+// succeeded.
+func (s *Service) committed(g *group, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		err = s.storeFailed(err)
+		g.finish(err)
+		s.failGroups(err)
+		return false
+	}
+	g.finish(nil)
+	return true
+}
+
+// handOff reports whether groups are left for a goroutine to commit; if not,
+// the committer stops being one.
+func (s *Service) handOff() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.groups) > 0 {
+		return true
+	}
+	s.stopCommitting()
+	return false
+}
+
+// stopCommitting ends the committer's turn: everything queued is committed
+// or failed, so nothing is waiting to become durable. Called with s.mu held.
+func (s *Service) stopCommitting() {
+	s.newest = nil
+	s.committing = false
 }
 
 func (s *Service) storeCommit(ch taskqueue.Change) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	return errors.Wrap(s.cfg.Store.Commit(ctx, ch), "master: commit queue change")
+	return errors.WithMessage(s.cfg.Store.Commit(ctx, ch), "master: commit queue change")
 }
 
 // failGroups fails every queued group. Called with s.mu held.

@@ -74,7 +74,7 @@ func TestChangesMadeDuringACommitAreCommittedTogether(t *testing.T) {
 		t.Fatalf("first commit %+v", ch)
 	}
 	rest := getTasks(s, 5)
-	for s.Status().Pending != 6 { // all five dispatched in memory, waiting
+	for pendingInMemory(s) != 6 { // all five dispatched in memory, waiting
 		time.Sleep(time.Millisecond)
 	}
 	assertNoReply(t, first)
@@ -110,7 +110,7 @@ func TestGroupsRespectTheirSizeLimit(t *testing.T) {
 	first := getTasks(s, 1)
 	<-store.entered
 	rest := getTasks(s, 5)
-	for s.Status().Pending != 6 {
+	for pendingInMemory(s) != 6 {
 		time.Sleep(time.Millisecond)
 	}
 	store.release <- nil
@@ -138,7 +138,7 @@ func TestAFailedCommitFailsEverythingBuiltOnIt(t *testing.T) {
 	first := getTasks(s, 1)
 	<-store.entered
 	rest := getTasks(s, 2)
-	for s.Status().Pending != 3 {
+	for pendingInMemory(s) != 3 {
 		time.Sleep(time.Millisecond)
 	}
 	// Every task is handed out in memory, so this call is told "no task",
@@ -159,7 +159,7 @@ func TestAFailedCommitFailsEverythingBuiltOnIt(t *testing.T) {
 	if err != nil || task.Index != 0 || task.Epoch != 1 {
 		t.Fatalf("after reload: %+v %v", task, err)
 	}
-	if st := s.Status(); st.Pending != 1 || st.Todo != 2 {
+	if st := status(t, s); st.Pending != 1 || st.Todo != 2 {
 		t.Fatalf("after reload: %+v", st)
 	}
 }

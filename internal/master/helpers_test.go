@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // fakeClock moves only when told; Advance runs the timers that come due.
@@ -100,3 +103,20 @@ func quietLog() logrus.FieldLogger {
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 
 func removeFile(path string) error { return os.Remove(path) }
+
+// status is Service.Status, failing the test on an error.
+func status(t testing.TB, s *Service) wire.Status {
+	t.Helper()
+	st, err := s.Status(context.Background())
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	return st
+}
+
+// pendingInMemory counts the pending tasks in memory, committed or not.
+func pendingInMemory(s *Service) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.Count(taskqueue.Pending)
+}

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/rpc"
 	"sync"
@@ -13,99 +14,153 @@ import (
 	"github.com/trainmaster/master/go/wire"
 )
 
-// rpcService adapts a Service to net/rpc: its method set is exactly the wire
-// contract.
-type rpcService struct{ s *Service }
+// rpcService adapts a Service to net/rpc for one connection: its method set
+// is exactly the wire contract, and with a token configured it refuses
+// every call but Authenticate until the connection has authenticated
+// (server_auth.go).
+type rpcService struct {
+	s    *Service
+	conn *trainerConn
+	gate *tokenGate // nil: no token
+}
 
-func (r rpcService) ReportDataset(paths []string, reply *int) error {
+func (r *rpcService) ReportDataset(paths []string, reply *int) error {
+	if err := r.admit("ReportDataset"); err != nil {
+		return err
+	}
 	return r.s.ReportDataset(context.Background(), paths)
 }
 
-func (r rpcService) GetTask(finished wire.Task, reply *wire.Task) error {
+func (r *rpcService) GetTask(finished wire.Task, reply *wire.Task) error {
+	if err := r.admit("GetTask"); err != nil {
+		return err
+	}
 	t, err := r.s.GetTask(context.Background(), finished)
 	*reply = t
 	return err
 }
 
-func (r rpcService) TaskFinished(task wire.Task, reply *int) error {
+func (r *rpcService) TaskFinished(task wire.Task, reply *int) error {
+	if err := r.admit("TaskFinished"); err != nil {
+		return err
+	}
 	rep, err := r.s.TaskFinished(context.Background(), task)
 	*reply = int(rep)
 	return err
 }
 
-func (r rpcService) TaskFailed(task wire.Task, reply *int) error {
+func (r *rpcService) TaskFailed(task wire.Task, reply *int) error {
+	if err := r.admit("TaskFailed"); err != nil {
+		return err
+	}
 	rep, err := r.s.TaskFailed(context.Background(), task)
 	*reply = int(rep)
 	return err
 }
 
-func (r rpcService) Status(_ int, reply *wire.Status) error {
-	*reply = r.s.Status()
+func (r *rpcService) Status(_ int, reply *wire.Status) error {
+	if err := r.admit("Status"); err != nil {
+		return err
+	}
+	st, err := r.s.Status(context.Background())
+	*reply = st
+	return err
+}
+
+// ServerConfig configures a Server. Its zero value serves plain TCP,
+// without a token, within the default Limits.
+type ServerConfig struct {
+	Limits Limits
+	// TLS, if set, makes every connection TLS (ServerTLS builds it from
+	// files); a client that does not complete the handshake within
+	// tlsHandshakeTimeout is dropped.
+	TLS *tls.Config
+	// Token, if set, is the shared token each connection must present with
+	// Master.Authenticate before any other call.
+	Token string
+	Log   logrus.FieldLogger // default logrus.StandardLogger()
+}
+
+// Server serves a Service over net/rpc (gob) on a listener. What it
+// promises: one goroutine and one net/rpc server per connection, within
+// Limits whatever a client sends; Serve keeps accepting through accept
+// errors that pass and returns the others; Close waits for every
+// connection it accepted.
+type Server struct {
+	svc      *Service
+	cfg      ServerConfig
+	gate     *tokenGate
+	log      logrus.FieldLogger
+	warnings *rateLog
+
+	mu     sync.Mutex
+	lis    net.Listener
+	closed chan struct{}             // closed by Close
+	conns  map[*trainerConn]struct{} // nil once closed
+	wg     sync.WaitGroup            // one per connection in conns, added under mu
+}
+
+// NewServer returns a Server of s with the default configuration.
+func NewServer(s *Service, log logrus.FieldLogger) (*Server, error) {
+	return NewServerWith(s, ServerConfig{Log: log})
+}
+
+// NewServerWith returns a Server of s configured by cfg.
+func NewServerWith(s *Service, cfg ServerConfig) (*Server, error) {
+	limits, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Limits = limits
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.TLS != nil {
+		cfg.TLS = cfg.TLS.Clone()
+	}
+	sv := &Server{svc: s, cfg: cfg, gate: newTokenGate(cfg.Token), log: cfg.Log,
+		warnings: newRateLog(cfg.Log, warnInterval), closed: make(chan struct{}), conns: map[*trainerConn]struct{}{}}
+	if _, err := sv.rpcServer(nil); err != nil { // fail here rather than on every connection
+		return nil, err
+	}
+	return sv, nil
+}
+
+// rpcServer returns a net/rpc server of the contract bound to c.
+func (sv *Server) rpcServer(c *trainerConn) (*rpc.Server, error) {
+	srv := rpc.NewServer()
+	if err := srv.RegisterName(wire.ServiceName, &rpcService{s: sv.svc, conn: c, gate: sv.gate}); err != nil {
+		return nil, errors.Wrap(err, "master: register rpc service")
+	}
+	return srv, nil
+}
+
+var (
+	errServerClosed = errors.New("master: server closed")
+	errTooManyConns = errors.New("master: connection limit reached")
+)
+
+// track adds c to the connections Close waits for, within MaxConns. The
+// WaitGroup is added to under the same lock Close takes the connections
+// under, so Close never misses one.
+func (sv *Server) track(c *trainerConn) error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	switch {
+	case sv.conns == nil:
+		return errServerClosed
+	case len(sv.conns) >= sv.cfg.Limits.MaxConns:
+		return errTooManyConns
+	}
+	sv.conns[c] = struct{}{}
+	sv.wg.Add(1)
 	return nil
 }
 
-// Server serves a Service over net/rpc on a listener, one rpc.ServeConn per
-// accepted connection.
-type Server struct {
-	rpc *rpc.Server
-	log logrus.FieldLogger
-
-	mu    sync.Mutex
-	lis   net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-// NewServer registers the service under wire.ServiceName.
-func NewServer(s *Service, log logrus.FieldLogger) (*Server, error) {
-	srv := rpc.NewServer()
-	if err := srv.RegisterName(wire.ServiceName, rpcService{s}); err != nil {
-		return nil, errors.Wrap(err, "master: register rpc service")
-	}
-	return &Server{rpc: srv, log: log, conns: map[net.Conn]struct{}{}}, nil
-}
-
-// Serve accepts connections until the listener is closed (by Close); it
-// then returns nil.
-func (sv *Server) Serve(lis net.Listener) error {
-	sv.mu.Lock()
-	sv.lis = lis
-	sv.mu.Unlock()
-	for {
-		conn, err := lis.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return errors.Wrap(err, "master: accept")
-		}
-		if !sv.track(conn) {
-			conn.Close()
-			return nil
-		}
-		sv.wg.Add(1)
-		go func() {
-			defer sv.wg.Done()
-			defer sv.untrack(conn)
-			sv.rpc.ServeConn(conn) // returns on EOF or on bytes that are not gob
-		}()
-	}
-}
-
-func (sv *Server) track(conn net.Conn) bool {
+func (sv *Server) untrack(c *trainerConn) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	if sv.conns == nil {
-		return false
-	}
-	sv.conns[conn] = struct{}{}
-	return true
-}
-
-func (sv *Server) untrack(conn net.Conn) {
-	sv.mu.Lock()
-	defer sv.mu.Unlock()
-	delete(sv.conns, conn)
+	delete(sv.conns, c)
 }
 
 // closeGrace bounds how long Close waits for the replies of calls in flight.
@@ -113,33 +168,49 @@ const closeGrace = 2 * time.Second
 
 // Close stops accepting and ends every connection, waiting up to closeGrace
 // for the replies of calls already in flight: a deposed master's last
-// callers hear why it stopped rather than see the connection drop.
+// callers hear why it stopped rather than see the connection drop. It may
+// be called more than once.
 func (sv *Server) Close() {
+	conns := sv.shut()
+	for c := range conns {
+		c.stopReading() // net/rpc sends the pending replies, then closes
+	}
+	if !waitFor(&sv.wg, closeGrace) {
+		for c := range conns {
+			c.raw.Close()
+		}
+		sv.wg.Wait()
+	}
+}
+
+// shut closes the listener and takes the connections; later ones are
+// refused by track.
+func (sv *Server) shut() map[*trainerConn]struct{} {
 	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.conns == nil {
+		return nil
+	}
+	close(sv.closed)
 	if sv.lis != nil {
 		sv.lis.Close()
 	}
 	conns := sv.conns
 	sv.conns = nil
-	sv.mu.Unlock()
-	for c := range conns {
-		// net/rpc stops reading at EOF, then sends the pending replies
-		// before it closes the connection.
-		if tcp, ok := c.(*net.TCPConn); !ok || tcp.CloseRead() != nil {
-			c.Close()
-		}
-	}
+	return conns
+}
+
+// waitFor waits for wg up to limit, and says whether it finished.
+func waitFor(wg *sync.WaitGroup, limit time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
-		sv.wg.Wait()
+		wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
-	case <-time.After(closeGrace):
-		for c := range conns {
-			c.Close()
-		}
-		<-done
+		return true
+	case <-time.After(limit):
+		return false
 	}
 }

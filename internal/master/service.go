@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,13 @@ type Config struct {
 	// one Store call; default 100, so that a group fits one etcd
 	// transaction (128 operations by default) with the pass key.
 	GroupRecords int
+	// DatasetConfig says where a reported dataset may be (its Root: the
+	// -dataset-root flag) and bounds what a report may name.
+	DatasetConfig dataset.Config
+	// Dataset, when set, is the dataset this master serves (the -dataset
+	// flag): Restore accepts it if the store holds none, and trainers'
+	// reports are only compared with it. Nil: the first report decides.
+	Dataset []string
 	// Lost is called, once and from its own goroutine, when the Store
 	// reports ErrLeadershipLost: the service has already stopped answering.
 	Lost func(error)
@@ -37,6 +45,15 @@ type Config struct {
 // master no longer holds the lock. The service stops at once, keeps nothing
 // of its state and answers every call with wire.TextNotServing.
 var ErrLeadershipLost = errors.New("master: leadership lost")
+
+// ErrDeclaredDataset is wrapped by Restore when the dataset declared in
+// Config.Dataset cannot be served: it cannot be built or stored, or the
+// store holds another. No new term changes that.
+var ErrDeclaredDataset = errors.New("master: declared dataset refused")
+
+// errNotAccepted wraps the reasons a dataset is refused for good (its files,
+// its size), as opposed to a store failure that a retry may overcome.
+var errNotAccepted = errors.New("master: dataset not accepted")
 
 // Defaults of Config.
 const (
@@ -91,33 +108,73 @@ func New(cfg Config) (*Service, error) {
 }
 
 // Restore loads the state held by the store, re-arming the deadlines of
-// pending tasks with their remaining time.
+// pending tasks with their remaining time. With a declared dataset
+// (Config.Dataset) it accepts that dataset if the store holds none, and
+// refuses a store that holds another (ErrDeclaredDataset).
 func (s *Service) Restore(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reload(ctx)
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	build, err := s.restore(ctx)
+	if err != nil || !build {
+		return err
+	}
+	err = s.accept(ctx, s.cfg.Dataset)
+	if errors.Is(err, errNotAccepted) {
+		return fmt.Errorf("%w: %w", ErrDeclaredDataset, err)
+	}
+	return err // a store failure: a later term may succeed
 }
 
+// restore reloads the state and reports whether the declared dataset is
+// still to be built.
+func (s *Service) restore(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reload(ctx); err != nil {
+		return false, err
+	}
+	switch {
+	case s.cfg.Dataset == nil:
+		return false, nil
+	case s.ds == nil:
+		return true, nil
+	case !slices.Equal(s.ds.Patterns, s.cfg.Dataset):
+		return false, errors.Wrapf(ErrDeclaredDataset, "the store holds the dataset %s, this master declares %s",
+			quotePatterns(s.ds.Patterns), quotePatterns(s.cfg.Dataset))
+	}
+	return false, nil
+}
+
+// reload replaces the state with the store's, within CommitTimeout: a hung
+// etcd read must not hold the service's lock for ever. Called with s.mu
+// held.
 func (s *Service) reload(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
 	snap, err := s.cfg.Store.Load(ctx)
 	if err != nil {
-		return errors.Wrap(err, "master: load state")
+		return errors.WithMessage(err, "master: load state")
 	}
 	s.ds, s.q, s.stale = nil, nil, false
 	if snap.Dataset != nil {
 		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
 		if err != nil {
-			return errors.Wrap(err, "master: restore queues")
+			return errors.WithMessage(err, "master: restore queues")
 		}
 		s.ds, s.q = snap.Dataset, q
-		s.cfg.Log.WithFields(s.progress()).Info("state restored")
+		fields := s.progress()
+		if snap.Pass > q.Pass() {
+			fields["stored_pass"] = snap.Pass
+			s.cfg.Log.WithFields(fields).Warnf("the stored state is at pass %d, past the %d passes configured: all passes done", snap.Pass, q.Passes())
+		}
+		s.cfg.Log.WithFields(fields).Info("state restored")
 	}
 	s.rearm()
 	return nil
 }
 
 // Close stops the expiry timer and drops the state; the service answers
-// every call with wire.TextNotServing afterwards.
+// every call with wire.ErrNotServing afterwards.
 func (s *Service) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,68 +192,126 @@ func (s *Service) stopLocked() {
 }
 
 // ReportDataset accepts the dataset on the first successful call; later
-// calls must report the same list.
+// calls must report the same list. The files are indexed outside the lock;
+// the dataset is saved only if none was accepted meanwhile. With a declared
+// dataset (Config.Dataset) a report is only compared with it: nothing it
+// names is opened.
 func (s *Service) ReportDataset(ctx context.Context, patterns []string) error {
+	if s.cfg.Dataset != nil {
+		if !slices.Equal(s.cfg.Dataset, patterns) {
+			return errors.Errorf("master: this master serves the dataset %s it was started with; this call reports %s",
+				quotePatterns(s.cfg.Dataset), quotePatterns(patterns))
+		}
+		return nil
+	}
+	// A report over the limits is refused before it waits for the build
+	// lock, so that it is not held in memory meanwhile.
+	if err := s.cfg.DatasetConfig.CheckReport(patterns); err != nil {
+		return fmt.Errorf("%w: %w", errNotAccepted, err)
+	}
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
-	if done, err := s.checkReported(patterns); done {
+	if done, err := s.checkReported(ctx, patterns); done {
 		return err
 	}
+	return s.accept(ctx, patterns)
+}
+
+// accept builds the dataset of patterns and saves it. Called with buildMu
+// held.
+func (s *Service) accept(ctx context.Context, patterns []string) error {
 	start := s.cfg.Clock.Now()
-	ds, err := dataset.Build(patterns, s.cfg.ChunksPerTask)
+	ds, err := dataset.BuildWith(s.cfg.DatasetConfig, patterns, s.cfg.ChunksPerTask)
 	if err != nil {
-		return errors.Wrap(err, "master: dataset not accepted")
+		return fmt.Errorf("%w: %w", errNotAccepted, err)
 	}
 	q, err := taskqueue.New(s.cfg.Queue, ds.NumTasks(), ds.TaskRecords)
 	if err != nil {
-		return errors.Wrap(err, "master: dataset not accepted")
+		return fmt.Errorf("%w: %w", errNotAccepted, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if done, err := s.saveDataset(ctx, ds, q); done {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
-	defer cancel()
-	if err := s.cfg.Store.SaveDataset(cctx, ds); err != nil {
-		return s.storeFailed(errors.Wrap(err, "master: save dataset"))
-	}
-	s.ds, s.q = ds, q
 	s.cfg.Log.WithFields(logrus.Fields{
-		"patterns": patterns, "files": len(ds.Files), "chunks": ds.NumChunks(), "tasks": ds.NumTasks(),
+		"patterns": quotePatterns(patterns), "files": len(ds.Files), "chunks": ds.NumChunks(), "tasks": ds.NumTasks(),
 		"records": ds.NumRecords(), "took": s.cfg.Clock.Now().Sub(start).Round(time.Millisecond),
 	}).Info("dataset accepted; pass 0 started")
 	return nil
 }
 
-// checkReported answers a report when a dataset is already accepted.
-func (s *Service) checkReported(patterns []string) (bool, error) {
+// checkReported answers a report when a dataset is already accepted,
+// reloading first after a failed commit: a save whose reply was lost may
+// have been applied.
+func (s *Service) checkReported(ctx context.Context, patterns []string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil {
+		return true, err
+	}
+	return s.compareReported(patterns)
+}
+
+// compareReported answers a report when a dataset is already accepted.
+// Called with s.mu held.
+func (s *Service) compareReported(patterns []string) (bool, error) {
 	if s.ds == nil {
 		return false, nil
 	}
 	if !slices.Equal(s.ds.Patterns, patterns) {
-		return true, fmt.Errorf("master: dataset already reported as %q; this call reports %q", s.ds.Patterns, patterns)
+		return true, errors.Errorf("master: dataset already reported as %s; this call reports %s",
+			quotePatterns(s.ds.Patterns), quotePatterns(patterns))
 	}
 	return true, nil
+}
+
+// saveDataset stores an accepted dataset and starts serving it, unless one
+// was accepted while it was built (a GetTask may have reloaded a save whose
+// reply was lost, and dispatched from it: saving again would wipe that
+// dispatch). done reports that the call is answered by err.
+func (s *Service) saveDataset(ctx context.Context, ds *dataset.Dataset, q *taskqueue.Queues) (done bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil {
+		return true, err
+	}
+	if done, err := s.compareReported(ds.Patterns); done {
+		return true, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	if err := s.cfg.Store.SaveDataset(cctx, ds); err != nil {
+		if errors.Is(err, ErrDatasetTooLarge) {
+			return true, fmt.Errorf("%w: %w", errNotAccepted, err)
+		}
+		return true, s.storeFailed(errors.WithMessage(err, "master: save dataset"))
+	}
+	s.ds, s.q = ds, q
+	return false, nil
 }
 
 // GetTask records the finish it carries, if any, then hands out a task;
 // both changes are committed together before it replies.
 func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
+	op, task, err := s.getTask(ctx, finished)
+	if werr := s.complete(op); werr != nil {
+		return wire.Task{}, werr
+	}
+	return task, err
+}
+
+// getTask makes GetTask's changes in memory and queues them for commit.
+func (s *Service) getTask(ctx context.Context, finished wire.Task) (op, wire.Task, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.readyWithDataset(ctx); err != nil {
-		s.mu.Unlock()
-		return wire.Task{}, err
+		return op{}, wire.Task{}, err
 	}
 	var ch taskqueue.Change
 	var logs []func()
 	if finished.Epoch != 0 {
 		_, fch, log, err := s.finish(finished)
 		if err != nil {
-			s.mu.Unlock()
-			return wire.Task{}, err
+			return op{}, wire.Task{}, err
 		}
 		ch, logs = fch, append(logs, log)
 	}
@@ -204,13 +319,7 @@ func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, e
 	if err == nil {
 		ch, logs = ch.Merge(dch), append(logs, log)
 	}
-	if werr := s.await(ch); werr != nil {
-		return wire.Task{}, werr
-	}
-	for _, log := range logs {
-		log()
-	}
-	return task, err
+	return s.queue(ch, logs...), task, err
 }
 
 // dispatch hands out a task in memory; it returns the reply, the change and
@@ -234,28 +343,47 @@ func (s *Service) dispatch() (wire.Task, taskqueue.Change, func(), error) {
 
 // TaskFinished records a finish report.
 func (s *Service) TaskFinished(ctx context.Context, t wire.Task) (wire.Report, error) {
-	s.mu.Lock()
-	if err := s.readyWithDataset(ctx); err != nil {
-		s.mu.Unlock()
-		return 0, err
-	}
-	rep, ch, log, err := s.finish(t)
-	return s.reply(rep, ch, log, err)
+	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) { return s.finish(t) })
 }
 
-// TaskFailed records a failure report.
+// TaskFailed records a failure report; the reason is kept and logged cut
+// to wire.MaxErrorBytes.
 func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, error) {
-	s.mu.Lock()
-	if err := s.readyWithDataset(ctx); err != nil {
-		s.mu.Unlock()
+	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
+		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
+		if err != nil || rep != wire.Recorded {
+			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": taskqueue.CutReason(t.Error)}
+			return rep, ch, func() { s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep) }, err
+		}
+		return rep, ch, s.changeLog(ch, "task failed"), nil
+	})
+}
+
+// report runs a report's change in memory under the lock, then answers it
+// once the change is durable. A report refused with an error changed
+// nothing.
+func (s *Service) report(ctx context.Context, change func() (wire.Report, taskqueue.Change, func(), error)) (wire.Report, error) {
+	o, rep, err := s.reportChange(ctx, change)
+	if err != nil {
 		return 0, err
 	}
-	rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
-	if err != nil || rep != wire.Recorded {
-		fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": t.Error}
-		return s.reply(rep, ch, func() { s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep) }, err)
+	if err := s.complete(o); err != nil {
+		return 0, err
 	}
-	return s.reply(rep, ch, s.changeLog(ch, "task failed"), nil)
+	return rep, nil
+}
+
+func (s *Service) reportChange(ctx context.Context, change func() (wire.Report, taskqueue.Change, func(), error)) (op, wire.Report, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.readyWithDataset(ctx); err != nil {
+		return op{}, 0, err
+	}
+	rep, ch, log, err := change()
+	if err != nil {
+		return op{}, 0, err
+	}
+	return s.queue(ch, log), rep, nil
 }
 
 // finish records a finish report in memory; it returns the report, the
@@ -273,53 +401,31 @@ func (s *Service) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), er
 	}, nil
 }
 
-// reply answers a report once its change is durable; it is called with
-// s.mu held and releases it. A report refused with an error changed
-// nothing.
-func (s *Service) reply(rep wire.Report, ch taskqueue.Change, log func(), err error) (wire.Report, error) {
-	if err != nil {
-		s.mu.Unlock()
-		return 0, err
-	}
-	if err := s.await(ch); err != nil {
-		return 0, err
-	}
-	log()
-	return rep, nil
-}
-
-// await commits a change made under s.mu, releases the lock and waits
-// until the change, and everything the caller saw in memory, is durable.
-func (s *Service) await(ch taskqueue.Change) error {
-	g := s.enqueue(ch)
-	s.rearm()
-	if g != nil && !s.committing {
-		s.committing = true
-		s.commitThrough(g)
-	}
-	s.mu.Unlock()
-	return g.wait()
-}
-
 // expire is the timer's callback.
 func (s *Service) expire() {
-	s.mu.Lock()
-	if s.closed || s.stale || s.q == nil {
-		s.mu.Unlock()
+	o, ok := s.expireChange()
+	if !ok {
 		return
+	}
+	if err := s.complete(o); err != nil {
+		s.cfg.Log.WithError(err).Error("cannot commit task timeouts; will reload the state")
+	}
+}
+
+// expireChange sends the tasks whose deadline passed back to Todo (or
+// Failed) in memory; ok is false when none did.
+func (s *Service) expireChange() (op, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.stale || s.q == nil {
+		return op{}, false
 	}
 	expired, ch := s.q.Expire(s.cfg.Clock.Now())
 	if len(expired) == 0 {
 		s.rearm()
-		s.mu.Unlock()
-		return
+		return op{}, false
 	}
-	log := s.changeLog(ch, "task timed out")
-	if err := s.await(ch); err != nil {
-		s.cfg.Log.WithError(err).Error("cannot commit task timeouts; will reload the state")
-		return
-	}
-	log()
+	return s.queue(ch, s.changeLog(ch, "task timed out")), true
 }
 
 // storeFailed handles a failed Store write: after a lost leadership the
@@ -330,24 +436,24 @@ func (s *Service) storeFailed(err error) error {
 		s.cfg.Log.WithError(err).Error("store write failed; the callers get the error and the state is reloaded before the next call")
 		s.stale = true
 		// Clients retry on this text: the master cannot serve the call now.
-		return errors.Errorf("%s: %v", wire.TextNotServing, err)
+		return fmt.Errorf("%w: %w", wire.ErrNotServing, err)
 	}
 	s.cfg.Log.WithError(err).Error("leadership lost: stopped serving, state dropped")
 	s.stopLocked()
 	if s.cfg.Lost != nil {
 		go s.cfg.Lost(err)
 	}
-	return errors.Errorf("%s: %v", wire.TextNotServing, err)
+	return fmt.Errorf("%w: %w", wire.ErrNotServing, err)
 }
 
-// ready reloads the state after a failed commit.
+// ready reloads the state after a failed commit. Called with s.mu held.
 func (s *Service) ready(ctx context.Context) error {
 	if s.closed {
 		return wire.ErrNotServing
 	}
 	if s.stale {
 		if err := s.reload(ctx); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", wire.ErrNotServing, err)
 		}
 	}
 	return nil
@@ -364,6 +470,7 @@ func (s *Service) readyWithDataset(ctx context.Context) error {
 }
 
 // rearm schedules the expiry timer for the earliest pending deadline.
+// Called with s.mu held.
 func (s *Service) rearm() {
 	if s.timer != nil {
 		s.timer.Stop()
@@ -418,17 +525,48 @@ func (s *Service) progress() logrus.Fields {
 		"done": s.q.Count(taskqueue.Done), "failed": s.q.Count(taskqueue.Failed)}
 }
 
-// Status returns a summary of the queues.
-func (s *Service) Status() wire.Status {
+// Status returns a summary of the queues once what it shows is durable: it
+// reloads first after a failed commit, and waits for the changes in flight,
+// so it never shows a state a crash could undo.
+func (s *Service) Status(ctx context.Context) (wire.Status, error) {
+	o, st, err := s.status(ctx)
+	if err != nil {
+		return wire.Status{}, err
+	}
+	if err := s.complete(o); err != nil {
+		return wire.Status{}, err
+	}
+	return st, nil
+}
+
+func (s *Service) status(ctx context.Context) (op, wire.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.q == nil {
-		return wire.Status{}
+	if err := s.ready(ctx); err != nil {
+		return op{}, wire.Status{}, err
 	}
-	return wire.Status{
+	if s.q == nil {
+		return op{}, wire.Status{}, nil
+	}
+	return s.queue(taskqueue.Change{}), wire.Status{
 		DatasetReported: true, Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(), Tasks: s.q.NumTasks(),
 		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
 		Records: s.ds.NumRecords(), RecordsDone: s.q.DoneRecords(),
+	}, nil
+}
+
+// quotePatterns names a list of patterns, which may come from a client, in
+// an error or a log line, short whatever the list: at most three patterns,
+// each cut by dataset.Quote, and how many there are.
+func quotePatterns(patterns []string) string {
+	const shown = 3
+	quoted := make([]string, 0, shown)
+	for _, p := range patterns[:min(len(patterns), shown)] {
+		quoted = append(quoted, dataset.Quote(p))
 	}
+	if len(patterns) > shown {
+		return fmt.Sprintf("[%s ...] (%d patterns)", strings.Join(quoted, " "), len(patterns))
+	}
+	return "[" + strings.Join(quoted, " ") + "]"
 }

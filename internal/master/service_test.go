@@ -43,7 +43,7 @@ func TestReportDataset(t *testing.T) {
 	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Status(); st.Tasks != 3 || st.Todo != 3 {
+	if st := status(t, s); st.Tasks != 3 || st.Todo != 3 {
 		t.Fatalf("status %+v, want 3 tasks of 5, 5 and 2 chunks", st)
 	}
 	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
@@ -96,7 +96,7 @@ func TestGetTaskCarriesFinish(t *testing.T) {
 	if _, err := s.GetTask(ctx, a); !wire.Is(err, wire.TextNoTask) {
 		t.Fatalf("finish a: %v", err)
 	}
-	if st := s.Status(); st.Done != 1 {
+	if st := status(t, s); st.Done != 1 {
 		t.Fatalf("finish carried by a GetTask that found no task was lost: %+v", st)
 	}
 	// Finishing b ends pass 0; the same call gets the first task of pass 1.
@@ -124,11 +124,11 @@ func TestTimeoutThroughTheTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(5 * time.Second)
-	if st := s.Status(); st.Pending != 1 {
+	if st := status(t, s); st.Pending != 1 {
 		t.Fatalf("timed out early: %+v", st)
 	}
 	clock.Advance(time.Second + time.Millisecond)
-	if st := s.Status(); st.Pending != 0 || st.Todo != 2 {
+	if st := status(t, s); st.Pending != 0 || st.Todo != 2 {
 		t.Fatalf("after the adaptive 6 s timeout: %+v", st)
 	}
 	third, _ := s.GetTask(ctx, wire.Task{})
@@ -146,7 +146,7 @@ func TestTimeoutThroughTheTimer(t *testing.T) {
 	}
 	third, _ = s.GetTask(ctx, wire.Task{})
 	clock.Advance(time.Minute)
-	if st := s.Status(); !st.AllDone {
+	if st := status(t, s); !st.AllDone {
 		t.Fatalf("discarding the last task did not end the pass: %+v", st)
 	}
 	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextAllDone) {
@@ -204,7 +204,7 @@ func TestFailedCommitChangesNothing(t *testing.T) {
 	if err != nil || b.Index != 1 || b.Epoch != 1 {
 		t.Fatalf("after reload: %+v %v", b, err)
 	}
-	if st := s.Status(); st.Pending != 2 || st.Done != 0 {
+	if st := status(t, s); st.Pending != 2 || st.Done != 0 {
 		t.Fatalf("after reload: %+v", st)
 	}
 }
@@ -234,7 +234,7 @@ func TestBadReportsChangeNothing(t *testing.T) {
 			t.Errorf("GetTask carrying %+v accepted", bad)
 		}
 	}
-	if st := s.Status(); st.Pending != 1 || st.Todo != 1 || st.Done != 0 {
+	if st := status(t, s); st.Pending != 1 || st.Todo != 1 || st.Done != 0 {
 		t.Fatalf("bad reports changed the queues: %+v", st)
 	}
 }
@@ -259,8 +259,8 @@ func TestLostLeadershipStopsTheService(t *testing.T) {
 	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextNotServing) {
 		t.Fatalf("GetTask after losing the lock: %v", err)
 	}
-	if st := s.Status(); st.DatasetReported {
-		t.Fatalf("state kept after losing the lock: %+v", st)
+	if st, err := s.Status(ctx); !wire.Is(err, wire.TextNotServing) || st.DatasetReported {
+		t.Fatalf("status after losing the lock: %+v, %v", st, err)
 	}
 	if store.Commits() != 1 {
 		t.Fatalf("%d commits, want only the first dispatch", store.Commits())

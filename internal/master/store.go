@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"sync"
 
@@ -19,6 +20,12 @@ type Snapshot struct {
 	// ranged over once, and only within the Load call's context.
 	Entries iter.Seq2[taskqueue.Record, error]
 }
+
+// ErrDatasetTooLarge is wrapped by a Store's SaveDataset when the dataset
+// cannot be stored whatever is retried (its description is over the store's
+// limits); nothing was written. The service answers it to the reporter as
+// a final error, not as "master is not serving".
+var ErrDatasetTooLarge = errors.New("master: dataset too large to store")
 
 // Store keeps the queue state durable. The service calls its methods one
 // at a time: Commit in the order the changes were made, SaveDataset and

@@ -7,12 +7,12 @@ import (
 	"github.com/trainmaster/master/go/wire"
 )
 
-// truncateReason bounds a failure reason, which comes from a client, to
+// CutReason bounds a failure reason, which comes from a client, to
 // wire.MaxErrorBytes: a longer one keeps its first bytes, cut at a UTF-8
 // boundary, and says how long it was. The reason is stored with the task and
 // written to etcd with each later change of it, so its size must not be the
 // client's to choose.
-func truncateReason(s string) string {
+func CutReason(s string) string {
 	if len(s) <= wire.MaxErrorBytes {
 		return s
 	}

@@ -36,10 +36,13 @@ type Options struct {
 type Event struct {
 	At     time.Time
 	Method string    // without the service name
-	Arg    wire.Task // GetTask's finished, or the task reported
-	Reply  wire.Task // GetTask's answer (Blocks left out)
-	Report wire.Report
-	Err    string // the error answered
+	Arg    wire.Task // GetTask's finished, or the task reported (Blocks left out)
+	// ArgBlocks is how many blocks Arg carried: a client need not send any
+	// back.
+	ArgBlocks int
+	Reply     wire.Task // GetTask's answer (Blocks left out)
+	Report    wire.Report
+	Err       string // the error answered
 }
 
 // Master is the fake master. Its methods are safe for concurrent use.

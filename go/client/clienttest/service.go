@@ -12,7 +12,7 @@ type service struct{ m *Master }
 
 // answer logs the call; m.mu is held.
 func (m *Master) answer(method string, arg, reply wire.Task, r wire.Report, err error) error {
-	e := Event{At: time.Now(), Method: method, Arg: arg, Reply: reply, Report: r}
+	e := Event{At: time.Now(), Method: method, Arg: arg, ArgBlocks: len(arg.Blocks), Reply: reply, Report: r}
 	e.Arg.Blocks, e.Reply.Blocks = nil, nil
 	if err != nil {
 		e.Err = err.Error()

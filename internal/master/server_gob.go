@@ -1,0 +1,178 @@
+package master
+
+import (
+	"bufio"
+	"encoding/gob"
+	"fmt"
+	"io"
+	"net/rpc"
+
+	"github.com/pkg/errors"
+)
+
+// gobCodec is the server side of net/rpc's gob encoding (the wire format of
+// rpc.ServeConn and rpc.Dial, byte for byte): a request is a gob-encoded
+// rpc.Request then its argument, a reply an rpc.Response then its result.
+// Unlike rpc.ServeConn it decodes from any reader, so that gobFrames can
+// sit under its decoder. A reply that cannot be encoded whole closes the
+// connection: the stream would be out of step.
+type gobCodec struct {
+	dec    *gob.Decoder
+	enc    *gob.Encoder
+	out    *bufio.Writer
+	closer io.Closer
+}
+
+func newGobCodec(in io.Reader, conn io.WriteCloser) *gobCodec {
+	out := bufio.NewWriter(conn)
+	return &gobCodec{dec: gob.NewDecoder(in), enc: gob.NewEncoder(out), out: out, closer: conn}
+}
+
+func (c *gobCodec) ReadRequestHeader(r *rpc.Request) error { return c.dec.Decode(r) }
+
+// ReadRequestBody decodes the argument; a nil body reads and drops it.
+func (c *gobCodec) ReadRequestBody(body any) error { return c.dec.Decode(body) }
+
+func (c *gobCodec) WriteResponse(r *rpc.Response, body any) error {
+	if err := c.encode(r, body); err != nil {
+		c.closer.Close()
+		return err
+	}
+	return nil
+}
+
+func (c *gobCodec) encode(r *rpc.Response, body any) error {
+	if err := c.enc.Encode(r); err != nil {
+		return errors.Wrap(err, "master: encode reply header")
+	}
+	if err := c.enc.Encode(body); err != nil {
+		return errors.Wrap(err, "master: encode reply")
+	}
+	return errors.Wrap(c.out.Flush(), "master: send reply")
+}
+
+func (c *gobCodec) Close() error { return c.closer.Close() }
+
+// maxSkipBytes is the longest message gobFrames skips: a length over it is
+// not from a client of the contract, and closes the connection.
+const maxSkipBytes = 1 << 30
+
+// RequestTooLargeError is the answer to a request message over
+// Limits.MaxRequestBytes: the message was skipped, never held.
+type RequestTooLargeError struct {
+	Size, Limit uint64
+}
+
+func (e *RequestTooLargeError) Error() string {
+	return fmt.Sprintf("master: request of %d bytes is over the limit of %d bytes (the master's -max-request-bytes); it was not read", e.Size, e.Limit)
+}
+
+// errUnframed: the stream is not a sequence of gob messages.
+var errUnframed = errors.New("master: not a gob stream (bad message length)")
+
+// gobFrames passes a gob stream through unchanged, message by message
+// (a gob message is its length, as a gob unsigned integer, then that many
+// bytes), and refuses a message over max bytes before reading any of it:
+// the read that would begin the message fails with a *RequestTooLargeError,
+// at the message boundary, and the next read first skips the message in
+// buffer-sized pieces. The decoder above thus stays in step and goes on with
+// the next message, and the skipped bytes are never held. A length that no
+// gob message has ends the stream with errUnframed.
+//
+// It implements io.ByteReader so that gob reads from it directly instead of
+// through a buffer of its own, which would read ahead of the boundaries.
+type gobFrames struct {
+	in   *bufio.Reader
+	max  uint64
+	left uint64  // bytes of the current message not passed on yet
+	head []byte  // the current message's length prefix not passed on yet
+	skip uint64  // bytes of a refused message still to drop
+	buf  [9]byte // holds head
+}
+
+func newGobFrames(in io.Reader, max int) *gobFrames {
+	return &gobFrames{in: bufio.NewReader(in), max: uint64(max)}
+}
+
+func (f *gobFrames) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if len(f.head) == 0 && f.left == 0 {
+		if err := f.next(); err != nil {
+			return 0, err
+		}
+	}
+	if len(f.head) > 0 {
+		n := copy(p, f.head)
+		f.head = f.head[n:]
+		return n, nil
+	}
+	n, err := f.in.Read(p[:min(uint64(len(p)), f.left)])
+	f.left -= uint64(n)
+	return n, err
+}
+
+func (f *gobFrames) ReadByte() (byte, error) {
+	var b [1]byte
+	_, err := io.ReadFull(f, b[:])
+	return b[0], err
+}
+
+// next drops what is left of a refused message, then reads the length of
+// the next one and refuses it if it is over max.
+func (f *gobFrames) next() error {
+	if f.skip > 0 {
+		n, err := f.in.Discard(int(f.skip))
+		f.skip -= uint64(n)
+		if err != nil {
+			return unexpected(err)
+		}
+	}
+	size, width, err := f.readLength()
+	if err != nil {
+		return err
+	}
+	if size > f.max {
+		f.skip = size
+		return &RequestTooLargeError{Size: size, Limit: f.max}
+	}
+	f.head, f.left = f.buf[:width], size
+	return nil
+}
+
+// readLength reads a gob unsigned integer into f.buf: one byte below 0x80,
+// else a byte holding the negated count of the big-endian bytes that follow.
+func (f *gobFrames) readLength() (size uint64, width int, err error) {
+	first, err := f.in.ReadByte()
+	if err != nil {
+		return 0, 0, err // io.EOF here is a clean end between messages
+	}
+	f.buf[0] = first
+	if first < 0x80 {
+		return uint64(first), 1, nil
+	}
+	n := -int(int8(first))
+	if n > 8 {
+		return 0, 0, errUnframed
+	}
+	if _, err := io.ReadFull(f.in, f.buf[1:1+n]); err != nil {
+		return 0, 0, unexpected(err)
+	}
+	for _, b := range f.buf[1 : 1+n] {
+		size = size<<8 | uint64(b)
+	}
+	if size > maxSkipBytes {
+		return 0, 0, errUnframed
+	}
+	return size, 1 + n, nil
+}
+
+// unexpected turns an end of stream inside a message into
+// io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

@@ -1,0 +1,95 @@
+package master
+
+import (
+	"time"
+
+	"github.com/pkg/errors"
+)
+
+// Limits bound what the trainer port lets one client cost the master,
+// whatever it sends. A zero field takes its default, which is also the
+// default of the master's flag:
+//
+//	field            default  flag of cmd/master
+//	MaxConns         1024     -max-conns
+//	IdleTimeout      30m      -idle-timeout
+//	MaxRequestBytes  1 MiB    -max-request-bytes
+//	MaxInflight      16       -max-inflight
+//
+// Together they bound one connection's memory to about MaxInflight decoded
+// arguments of at most MaxRequestBytes each, plus one read buffer, and the
+// master's to MaxConns times that, whatever the client sends.
+type Limits struct {
+	// MaxConns caps the connections served at once. A connection accepted
+	// over the cap is closed at once, before anything is read from it (a
+	// client sees the connection end; go/client retries with backoff), and
+	// a warning says so, at most once every warnInterval.
+	MaxConns int
+	// IdleTimeout closes a connection that has no call in flight and has
+	// received no byte for this long. Negative: never. go/client redials
+	// on its next call without surfacing an error.
+	IdleTimeout time.Duration
+	// MaxRequestBytes caps one message of a request as framed on the wire:
+	// its header, or its argument (and each type description the encoding
+	// sends before a value). An argument over the cap is skipped without
+	// being held and answered an error naming its size, the cap and the
+	// flag, and the connection goes on; a header over the cap, or a stream
+	// whose framing cannot be followed, closes the connection with a log
+	// line.
+	MaxRequestBytes int
+	// MaxInflight caps the calls of one connection awaiting their replies:
+	// while that many do, the master reads nothing more from the
+	// connection, so that TCP's flow control holds the client back instead
+	// of the master queueing its requests.
+	MaxInflight int
+}
+
+// The defaults of Limits.
+const (
+	DefaultMaxConns        = 1024
+	DefaultIdleTimeout     = 30 * time.Minute
+	DefaultMaxRequestBytes = 1 << 20
+	DefaultMaxInflight     = 16
+)
+
+// withDefaults returns l with every zero field set to its default, or an
+// error naming a field that cannot be honoured.
+func (l Limits) withDefaults() (Limits, error) {
+	setDefault(&l.MaxConns, DefaultMaxConns)
+	setDefault(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&l.MaxInflight, DefaultMaxInflight)
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	switch {
+	case l.MaxConns < 0:
+		return l, errors.Errorf("master: -max-conns must be positive, not %d", l.MaxConns)
+	case l.MaxRequestBytes < 0:
+		return l, errors.Errorf("master: -max-request-bytes must be positive, not %d", l.MaxRequestBytes)
+	case l.MaxRequestBytes > maxSkipBytes:
+		return l, errors.Errorf("master: -max-request-bytes must be at most %d, not %d", maxSkipBytes, l.MaxRequestBytes)
+	case l.MaxInflight < 0:
+		return l, errors.Errorf("master: -max-inflight must be positive, not %d", l.MaxInflight)
+	}
+	return l, nil
+}
+
+// Validate says why l cannot be honoured, if it cannot.
+func (l Limits) Validate() error {
+	_, err := l.withDefaults()
+	return err
+}
+
+func setDefault(v *int, def int) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// tlsHandshakeTimeout bounds the TLS handshake of a new connection.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// warnInterval is the least time between two log lines of the same
+// connection-level warning (limit reached, refused connection, ...): a
+// flood of bad connections makes one line per interval, with a count.
+const warnInterval = 10 * time.Second
