@@ -106,6 +106,7 @@ func (c *Client) classify(rc *rpc.Client, err error) error {
 	case isAnswer && !wire.Is(err, wire.TextNotServing):
 		return err
 	}
+	err = c.shutdownCause(rc, err)
 	c.drop(rc)
 	if strings.Contains(err.Error(), "gob: ") || refusedTLS(err) {
 		return err

@@ -27,6 +27,8 @@ type Client struct {
 	life  context.Context // ends when Close is called
 	close context.CancelCauseFunc
 
+	causes sync.Map // *rpc.Client -> *readRecorder, for every open connection
+
 	mu      sync.Mutex
 	conn    *rpc.Client // nil when not connected
 	dataset []string    // as last reported, to report again to a master that lost it
@@ -48,7 +50,7 @@ func (c *Client) Close() error {
 	if c.conn == nil {
 		return nil
 	}
-	err := c.conn.Close()
+	err := c.closeConn(c.conn)
 	c.conn = nil
 	if errors.Is(err, rpc.ErrShutdown) {
 		err = nil // already broken; nothing left to release
@@ -98,12 +100,58 @@ func (c *Client) open(ctx context.Context, addr string) (*rpc.Client, error) {
 	case err != nil:
 		return nil, &connError{op: "dial master " + addr, err: err}
 	}
-	rc := rpc.NewClient(nc)
+	rec := &readRecorder{Conn: nc}
+	rc := rpc.NewClient(rec)
+	c.causes.Store(rc, rec)
 	if err := c.authenticate(ctx, rc); err != nil {
-		rc.Close()
+		c.closeConn(rc)
 		return nil, err
 	}
 	return rc, nil
+}
+
+// closeConn closes rc and forgets why reading it failed.
+func (c *Client) closeConn(rc *rpc.Client) error {
+	c.causes.Delete(rc)
+	return rc.Close()
+}
+
+// readRecorder is a connection that remembers why reading it failed:
+// net/rpc answers a call made after its connection broke with
+// rpc.ErrShutdown alone, and the cause (say, a TLS alert refusing this
+// client's certificate, which TLS 1.3 delivers after the handshake, often
+// before the first call is sent) decides whether the call is retried.
+type readRecorder struct {
+	net.Conn
+	mu  sync.Mutex
+	err error
+}
+
+func (r *readRecorder) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	if err != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.err == nil {
+			r.err = err
+		}
+	}
+	return n, err
+}
+
+// shutdownCause adds to rpc.ErrShutdown why reading rc failed, if it did.
+func (c *Client) shutdownCause(rc *rpc.Client, err error) error {
+	v, ok := c.causes.Load(rc)
+	if !ok || !errors.Is(err, rpc.ErrShutdown) {
+		return err
+	}
+	rec := v.(*readRecorder)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.err == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, rec.err)
 }
 
 func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
@@ -137,10 +185,10 @@ func (c *Client) adopt(rc *rpc.Client, addr string) (*rpc.Client, error) {
 	defer c.mu.Unlock()
 	switch {
 	case c.life.Err() != nil:
-		rc.Close()
+		c.closeConn(rc)
 		return nil, ErrClosed
 	case c.conn != nil:
-		rc.Close()
+		c.closeConn(rc)
 		return c.conn, nil
 	}
 	c.conn = rc
@@ -152,7 +200,7 @@ func (c *Client) adopt(rc *rpc.Client, addr string) (*rpc.Client, error) {
 // that the next call resolves and dials again.
 func (c *Client) drop(rc *rpc.Client) {
 	c.forget(rc)
-	rc.Close()
+	c.closeConn(rc)
 }
 
 func (c *Client) forget(rc *rpc.Client) {

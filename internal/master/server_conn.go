@@ -139,10 +139,25 @@ func (c *trainerConn) secure(cfg *tls.Config) error {
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		answerPlain(err)
+		lingerBeforeClose(c.raw)
 		return errors.Wrap(err, "master: TLS handshake")
 	}
 	c.rw = tc
 	return nil
+}
+
+// lingerBeforeClose ends the sending side of a refused connection, then
+// reads and drops what the client still sends, for up to a second, until
+// it hangs up. Closing a socket with unread bytes makes the kernel send a
+// reset, which can reach the client before the TLS alert saying why it was
+// refused: the client would see "connection reset" and retry instead of
+// stopping with "certificate required".
+func lingerBeforeClose(conn net.Conn) {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(conn, 1<<20))
 }
 
 // plainOnTLS is what a client that does not speak TLS is told on a TLS port.
