@@ -37,11 +37,12 @@ func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report,
 	return wire.Report(r), err
 }
 
-// TaskFailed reports that task cannot be processed, with reason's text;
-// only its Index, Epoch and Pass are sent with the reason.
+// TaskFailed reports that task cannot be processed, with reason's text cut
+// to wire.MaxErrorBytes (all the master keeps); only its Index, Epoch and
+// Pass are sent with the reason.
 func (c *Client) TaskFailed(ctx context.Context, task wire.Task, reason error) (wire.Report, error) {
 	failed := report(task)
-	failed.Error = reason.Error()
+	failed.Error = wire.CutReason(reason.Error())
 	var r int
 	err := c.call(ctx, "TaskFailed", failed, &r)
 	return wire.Report(r), err

@@ -32,7 +32,9 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ServiceName is the name the master registers its RPC service under.
@@ -49,9 +51,12 @@ type Block struct {
 
 // Task is a group of consecutive chunks handed to one trainer.
 type Task struct {
-	Index  int // task identity, stable across passes
-	Epoch  int // dispatch generation of this task within its pass, from 1; 0 means "no task"
-	Pass   int // pass of this dispatch, from 0
+	Index int // task identity, stable across passes
+	Epoch int // dispatch generation of this task within its pass, from 1; 0 means "no task"
+	Pass  int // pass of this dispatch, from 0
+	// Blocks are the chunks to read. The master sends them; in a task a
+	// trainer sends back it reads only Index, Epoch, Pass and Error, and
+	// skips Blocks unread.
 	Blocks []Block
 	// Error says why the task failed; trainers set it with TaskFailed. The
 	// master keeps and logs at most MaxErrorBytes of it.
@@ -63,6 +68,22 @@ type Task struct {
 // length noted. The reason is stored in etcd with the task, so its size is
 // bounded whatever a trainer sends.
 const MaxErrorBytes = 1024
+
+// CutReason returns a failure reason bounded to MaxErrorBytes: a longer one
+// keeps its first bytes, cut at a UTF-8 boundary, followed by its length.
+// The master applies it to every reason it receives; a client applies it
+// before sending, so that a long reason (a stack trace, say) stays far
+// under the master's request size limit.
+func CutReason(s string) string {
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	cut := MaxErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes, cut to %d)", s[:cut], len(s), MaxErrorBytes)
+}
 
 // Status is the master's progress, as Master.Status returns it.
 type Status struct {

@@ -163,3 +163,32 @@ func TestAFailedCommitFailsEverythingBuiltOnIt(t *testing.T) {
 		t.Fatalf("after reload: %+v", st)
 	}
 }
+
+// TestStatusShowsOnlyDurableChanges: a Status call made while a dispatch
+// is being committed answers once the dispatch is durable, and answers
+// "not serving" if its commit fails, instead of counting a pending task
+// that etcd never recorded.
+func TestStatusShowsOnlyDurableChanges(t *testing.T) {
+	s, store := startGated(t, 3)
+	for _, outcome := range []error{errors.New("etcd unavailable"), nil} {
+		dispatch := getTasks(s, 1)
+		<-store.entered
+		statuses := make(chan result, 1)
+		go func() {
+			st, err := s.Status(ctx)
+			statuses <- result{wire.Task{Index: st.Pending}, err}
+		}()
+		assertNoReply(t, statuses)
+		store.release <- outcome
+		got, r := <-statuses, <-dispatch
+		if outcome != nil {
+			if !wire.Is(got.err, wire.TextNotServing) || !wire.Is(r.err, wire.TextNotServing) {
+				t.Fatalf("status %+v and dispatch %+v after a failed commit", got, r)
+			}
+			continue
+		}
+		if got.err != nil || got.task.Index != 1 || r.err != nil {
+			t.Fatalf("status %+v (pending in .task.Index) and dispatch %+v after a commit", got, r)
+		}
+	}
+}

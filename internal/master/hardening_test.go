@@ -63,7 +63,14 @@ func resign(t *testing.T, namespace string) {
 // client of it.
 func serve(t *testing.T, svc *master.Service) *rpc.Client {
 	t.Helper()
-	srv, err := master.NewServer(svc, quiet())
+	return serveWith(t, svc, master.ServerConfig{})
+}
+
+// serveWith is serve with a server configuration.
+func serveWith(t *testing.T, svc *master.Service, cfg master.ServerConfig) *rpc.Client {
+	t.Helper()
+	cfg.Log = quiet()
+	srv, err := master.NewServerWith(svc, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +102,17 @@ func newEtcdService(t *testing.T, store master.Store, cfg master.Config) *master
 	return svc
 }
 
-// TestLongFailureReasonsDoNotStallTheJob: reports with reasons far over
-// what etcd takes in one request are recorded, and the job finishes. Before
-// reasons were cut, every commit touching those tasks failed with "request
-// is too large", the reload re-armed every deadline, and the job stalled.
+// TestLongFailureReasonsDoNotStallTheJob: reports with reasons that add up
+// to far over what etcd takes in one request are recorded, and the job
+// finishes. Before reasons were cut and commits split by bytes, every
+// commit touching those tasks failed with "request is too large", the
+// reload re-armed every deadline, and the job stalled. The port takes
+// requests of 1 MiB here, as the master did then (-max-request-bytes).
 func TestLongFailureReasonsDoNotStallTheJob(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	pattern := writeFiles(t, 19)
 	svc := newEtcdService(t, leadStore(t, cli, "/long"), master.Config{ChunksPerTask: 1, Queue: taskqueue.Config{MaxTimeouts: 10}})
-	rc := serve(t, svc)
+	rc := serveWith(t, svc, master.ServerConfig{Limits: master.Limits{MaxRequestBytes: 1 << 20}})
 	if err := rc.Call("Master.ReportDataset", []string{pattern}, new(int)); err != nil {
 		t.Fatal(err)
 	}

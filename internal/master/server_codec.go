@@ -3,6 +3,7 @@ package master
 import (
 	"io"
 	"net/rpc"
+	"sync"
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
@@ -17,14 +18,34 @@ import (
 // method, is answered by net/rpc like any call, which frees its slot. It
 // also tells the connection when calls start and end, for its idle timer,
 // and stops reading when the connection is stopped.
+//
+// A large argument (over largeRequestBytes) also takes the connection's one
+// large slot before it is decoded, until its reply is written: decoded, an
+// argument can take 40 times its size on the wire (a []string of empty
+// strings), so a connection holds at most one large argument and
+// MaxInflight-1 small ones, whatever it pipelines.
 type limitedCodec struct {
 	rpc.ServerCodec
 	conn  *trainerConn
 	slots chan struct{} // one element per call awaiting its reply
+	large chan struct{} // holds one element while a large call awaits its reply
+
+	seq        uint64 // of the request whose header was read last
+	mu         sync.Mutex
+	largeCalls map[uint64]int // seq -> large calls awaiting their replies
 }
 
+// largeRequestBytes is the size over which an argument is large: every call
+// of a trainer but a dataset report of many files is smaller.
+const largeRequestBytes = 4 << 10
+
+// bodySizer is a codec that can tell the size of an argument before
+// decoding it.
+type bodySizer interface{ nextBodyBytes() int }
+
 func newLimitedCodec(codec rpc.ServerCodec, conn *trainerConn, maxInflight int) *limitedCodec {
-	return &limitedCodec{ServerCodec: codec, conn: conn, slots: make(chan struct{}, maxInflight)}
+	return &limitedCodec{ServerCodec: codec, conn: conn, slots: make(chan struct{}, maxInflight),
+		large: make(chan struct{}, 1), largeCalls: map[uint64]int{}}
 }
 
 // ReadRequestHeader waits for a free slot, then reads the next header. It
@@ -38,11 +59,16 @@ func (c *limitedCodec) ReadRequestHeader(r *rpc.Request) error {
 		<-c.slots
 		return c.conn.headerFailed(err)
 	}
+	c.seq = r.Seq
 	c.conn.callStarted()
 	return nil
 }
 
-func (c *limitedCodec) acquire() error {
+func (c *limitedCodec) acquire() error { return c.take(c.slots) }
+
+// take puts an element in slots, waiting for room, unless the connection
+// is stopped.
+func (c *limitedCodec) take(slots chan struct{}) error {
 	done := c.conn.life.Done()
 	select {
 	case <-done:
@@ -50,16 +76,49 @@ func (c *limitedCodec) acquire() error {
 	default:
 	}
 	select {
-	case c.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return nil
 	case <-done:
 		return io.EOF
 	}
 }
 
+// takeLarge takes the large slot for the current call if its argument is
+// large.
+func (c *limitedCodec) takeLarge() error {
+	sizer, ok := c.ServerCodec.(bodySizer)
+	if !ok || sizer.nextBodyBytes() <= largeRequestBytes {
+		return nil
+	}
+	if err := c.take(c.large); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.largeCalls[c.seq]++
+	return nil
+}
+
+// releaseLarge frees the large slot if the call seq holds it. A client may
+// reuse a sequence number; the count keeps each release paired with a take.
+func (c *limitedCodec) releaseLarge(seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.largeCalls[seq] == 0 {
+		return
+	}
+	if c.largeCalls[seq]--; c.largeCalls[seq] == 0 {
+		delete(c.largeCalls, seq)
+	}
+	<-c.large
+}
+
 // ReadRequestBody reads the argument; one over the size limit has been
 // skipped, and its error is the answer.
 func (c *limitedCodec) ReadRequestBody(body any) error {
+	if err := c.takeLarge(); err != nil {
+		return err
+	}
 	err := c.ServerCodec.ReadRequestBody(body)
 	var tooLarge *RequestTooLargeError
 	if errors.As(err, &tooLarge) {
@@ -74,5 +133,6 @@ func (c *limitedCodec) ReadRequestBody(body any) error {
 func (c *limitedCodec) WriteResponse(r *rpc.Response, body any) error {
 	defer c.conn.callEnded()
 	defer func() { <-c.slots }()
+	defer c.releaseLarge(r.Seq)
 	return c.ServerCodec.WriteResponse(r, body)
 }

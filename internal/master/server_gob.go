@@ -17,16 +17,22 @@ import (
 // sit under its decoder. A reply that cannot be encoded whole closes the
 // connection: the stream would be out of step.
 type gobCodec struct {
+	frames *gobFrames
 	dec    *gob.Decoder
 	enc    *gob.Encoder
 	out    *bufio.Writer
 	closer io.Closer
 }
 
-func newGobCodec(in io.Reader, conn io.WriteCloser) *gobCodec {
+func newGobCodec(in *gobFrames, conn io.WriteCloser) *gobCodec {
 	out := bufio.NewWriter(conn)
-	return &gobCodec{dec: gob.NewDecoder(in), enc: gob.NewEncoder(out), out: out, closer: conn}
+	return &gobCodec{frames: in, dec: gob.NewDecoder(in), enc: gob.NewEncoder(out), out: out, closer: conn}
 }
+
+// nextBodyBytes is the size of the message the argument's decoding starts
+// with: the argument itself, or the description of its type the first time
+// the connection sends one.
+func (c *gobCodec) nextBodyBytes() int { return c.frames.nextSize() }
 
 func (c *gobCodec) ReadRequestHeader(r *rpc.Request) error { return c.dec.Decode(r) }
 
@@ -82,12 +88,13 @@ var errUnframed = errors.New("master: not a gob stream (bad message length)")
 // It implements io.ByteReader so that gob reads from it directly instead of
 // through a buffer of its own, which would read ahead of the boundaries.
 type gobFrames struct {
-	in   *bufio.Reader
-	max  uint64
-	left uint64  // bytes of the current message not passed on yet
-	head []byte  // the current message's length prefix not passed on yet
-	skip uint64  // bytes of a refused message still to drop
-	buf  [9]byte // holds head
+	in      *bufio.Reader
+	max     uint64
+	left    uint64  // bytes of the current message not passed on yet
+	head    []byte  // the current message's length prefix not passed on yet
+	skip    uint64  // bytes of a refused message still to drop
+	buf     [9]byte // holds head
+	pending error   // the error of a length read by nextSize, for the next Read
 }
 
 func newGobFrames(in io.Reader, max int) *gobFrames {
@@ -97,6 +104,10 @@ func newGobFrames(in io.Reader, max int) *gobFrames {
 func (f *gobFrames) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if err := f.pending; err != nil {
+		f.pending = nil
+		return 0, err
 	}
 	if len(f.head) == 0 && f.left == 0 {
 		if err := f.next(); err != nil {
@@ -117,6 +128,20 @@ func (f *gobFrames) ReadByte() (byte, error) {
 	var b [1]byte
 	_, err := io.ReadFull(f, b[:])
 	return b[0], err
+}
+
+// nextSize returns the size of the next message, reading its length if no
+// message is under way (then the next Read passes it on, or fails as it
+// would have). A message over max, or a stream that ended, counts as 0: the
+// next Read says why.
+func (f *gobFrames) nextSize() int {
+	if f.pending == nil && len(f.head) == 0 && f.left == 0 {
+		f.pending = f.next()
+	}
+	if f.pending != nil {
+		return 0
+	}
+	return int(f.left)
 }
 
 // next drops what is left of a refused message, then reads the length of

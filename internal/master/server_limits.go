@@ -13,12 +13,23 @@ import (
 //	field            default  flag of cmd/master
 //	MaxConns         1024     -max-conns
 //	IdleTimeout      30m      -idle-timeout
-//	MaxRequestBytes  1 MiB    -max-request-bytes
+//	MaxRequestBytes  256 KiB  -max-request-bytes
 //	MaxInflight      16       -max-inflight
 //
-// Together they bound one connection's memory to about MaxInflight decoded
-// arguments of at most MaxRequestBytes each, plus one read buffer, and the
-// master's to MaxConns times that, whatever the client sends.
+// The largest request of the contract is a report of a dataset at its
+// limits (internal/dataset: 64 KiB of patterns, 10,000 of them), about
+// 75 KiB framed, well under the default size.
+//
+// Together they bound one connection's memory, whatever the client sends.
+// Decoded, an argument can take 40 times its size on the wire (a []string
+// of empty strings; blocks sent back in a task are skipped unread, see
+// TaskReport), so a connection holds at most one argument over 4 KiB
+// (largeRequestBytes) until its reply is written, and MaxInflight-1 smaller
+// ones: about 40 x MaxRequestBytes + 40 x 4 KiB x MaxInflight, 12.5 MiB at
+// the defaults, and for a few milliseconds only when the call is refused
+// at once (a report over the dataset limits). The master's memory is
+// bounded by MaxConns times that: lower -max-conns towards the number of
+// trainers on a small machine.
 type Limits struct {
 	// MaxConns caps the connections served at once. A connection accepted
 	// over the cap is closed at once, before anything is read from it (a
@@ -48,7 +59,7 @@ type Limits struct {
 const (
 	DefaultMaxConns        = 1024
 	DefaultIdleTimeout     = 30 * time.Minute
-	DefaultMaxRequestBytes = 1 << 20
+	DefaultMaxRequestBytes = 256 << 10
 	DefaultMaxInflight     = 16
 )
 

@@ -572,3 +572,83 @@ func TestReportOverTheLimitsDoesNotWait(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReportedBlocksAreNotDecoded: blocks a client puts in a task it sends
+// back are skipped, not built: 900,000 of them, one byte each on the wire
+// (under a 1 MiB request limit), took 150 MiB to decode, per call.
+func TestReportedBlocksAreNotDecoded(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 2)
+	s, _ := newService(t, Config{ChunksPerTask: 1})
+	if err := s.ReportDataset(context.Background(), []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	p := startPort(t, s, ServerConfig{Limits: Limits{MaxRequestBytes: 1 << 20}})
+	var request bytes.Buffer // encoded before measuring: only the master allocates then
+	enc := gob.NewEncoder(&request)
+	finished := wire.Task{Index: 0, Epoch: 7, Blocks: make([]wire.Block, 900_000)}
+	for seq, method := range []string{"Master.TaskFinished", "Master.TaskFailed", "Master.GetTask"} {
+		if err := enc.Encode(rpc.Request{ServiceMethod: method, Seq: uint64(seq)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(finished); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	dec := gob.NewDecoder(conn)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := conn.Write(request.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		var resp rpc.Response
+		var task wire.Task
+		if err := dec.Decode(&resp); err != nil {
+			t.Fatal(err)
+		}
+		if err := dec.Decode(&task); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(resp.Error, "gob") || strings.Contains(resp.Error, "type") || strings.Contains(resp.Error, "max-request-bytes") {
+			t.Fatalf("%s answered %q", resp.ServiceMethod, resp.Error)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d bytes sent, %d KiB allocated", request.Len(), allocated>>10)
+	if allocated > 8<<20 {
+		t.Fatalf("three calls carrying %d blocks allocated %d MiB", len(finished.Blocks), allocated>>20)
+	}
+}
+
+// TestLargestReportFitsTheDefaultRequestSize: a dataset report at the
+// dataset limits (10,000 patterns, 64 KiB in all, the shape that frames
+// largest) passes the default request size and reaches the dataset checks.
+func TestLargestReportFitsTheDefaultRequestSize(t *testing.T) {
+	s, _ := newService(t, Config{ChunksPerTask: 1})
+	p := startPort(t, s, ServerConfig{})
+	patterns := make([]string, dataset.DefaultMaxPatterns)
+	total := 0
+	for i := range patterns {
+		n := (dataset.DefaultMaxTotalBytes - total) / (len(patterns) - i)
+		patterns[i] = "/" + strings.Repeat("x", n-1)
+		total += n
+	}
+	if total != dataset.DefaultMaxTotalBytes {
+		t.Fatalf("%d bytes of patterns", total)
+	}
+	c, err := rpc.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Call("Master.ReportDataset", patterns, new(int))
+	if err == nil || strings.Contains(err.Error(), "max-request-bytes") || !strings.Contains(err.Error(), "/xxxxx") {
+		t.Fatalf("the largest report within the dataset limits answered %.300v; want refused for its files", err)
+	}
+}

@@ -352,7 +352,7 @@ func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, err
 	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
 		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
 		if err != nil || rep != wire.Recorded {
-			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": taskqueue.CutReason(t.Error)}
+			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": wire.CutReason(t.Error)}
 			return rep, ch, func() { s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep) }, err
 		}
 		return rep, ch, s.changeLog(ch, "task failed"), nil

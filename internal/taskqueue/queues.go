@@ -171,7 +171,7 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	if r.Queue == Pending {
 		r.Dispatched, r.Deadline = now, now.Add(q.cfg.Timeout)
 	}
-	r.Error = CutReason(r.Error)
+	r.Error = wire.CutReason(r.Error)
 	q.set(r.Index, r.Entry)
 	q.nextSeq = max(q.nextSeq, r.Seq+1)
 	return nil
@@ -330,7 +330,7 @@ func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change
 	case e.Queue != Pending || e.Epoch != epoch:
 		return wire.Superseded, Change{}, nil
 	}
-	return wire.Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, CutReason(reason)))), nil
+	return wire.Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, wire.CutReason(reason)))), nil
 }
 
 // Expire sends every pending task whose deadline is not after now back to
