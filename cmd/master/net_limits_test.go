@@ -86,8 +86,10 @@ func TestNetOutOfFileDescriptors(t *testing.T) {
 		}
 	}
 	p.awaitLog("accepting trainer connections again", 5*time.Second)
-	if n := strings.Count(p.logText(), "cannot accept trainer connections"); n != 1 {
-		t.Errorf("%d warnings for one run of accept errors, want 1", n)
+	// One warning per run of errors, not one per error: a descriptor freed
+	// meanwhile (the etcd client's, say) can end a run and start another.
+	if n := strings.Count(p.logText(), "cannot accept trainer connections"); n < 1 || n > 3 {
+		t.Errorf("%d warnings for the accept errors, want 1 to 3 (one per run of errors)", n)
 	}
 	if strings.Contains(p.logText(), "resigned") {
 		t.Error("the master resigned over accept errors that pass")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,26 +13,6 @@ import (
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
-
-// lockedTLS is a trainer's TLS configuration for the test PKI, with the
-// client certificate when withCert.
-func lockedTLS(t *testing.T, certs etcdtest.Certs, withCert bool) *tls.Config {
-	t.Helper()
-	pem, err := os.ReadFile(certs.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{RootCAs: x509.NewCertPool()}
-	cfg.RootCAs.AppendCertsFromPEM(pem)
-	if withCert {
-		cert, err := tls.LoadX509KeyPair(certs.ClientCert, certs.ClientKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg
-}
 
 // TestNetLockedPort: a master started with -tls-cert, -tls-key,
 // -tls-client-ca and -token-file trains a job for a trainer with the CA,
@@ -55,7 +33,7 @@ func TestNetLockedPort(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := client.New(client.Static(addr), client.Config{TLS: lockedTLS(t, certs, true), Token: token})
+	c := client.New(client.Static(addr), client.Config{TLS: etcdtest.ClientTLS(t, certs), Token: token})
 	defer c.Close()
 	if err := c.ReportDataset(ctx, []string{pattern}); err != nil {
 		t.Fatal(err)
@@ -77,9 +55,9 @@ func TestNetLockedPort(t *testing.T) {
 		want string
 	}{
 		{"plain TCP", client.Config{Token: token}, "this port speaks TLS"},
-		{"no client certificate", client.Config{TLS: lockedTLS(t, certs, false), Token: token}, "certificate required"},
-		{"wrong token", client.Config{TLS: lockedTLS(t, certs, true), Token: "guess"}, wire.TextUnauthorized},
-		{"no token", client.Config{TLS: lockedTLS(t, certs, true)}, wire.TextUnauthorized},
+		{"no client certificate", client.Config{TLS: etcdtest.ClientTLSNoCert(t, certs), Token: token}, "certificate required"},
+		{"wrong token", client.Config{TLS: etcdtest.ClientTLS(t, certs), Token: "guess"}, wire.TextUnauthorized},
+		{"no token", client.Config{TLS: etcdtest.ClientTLS(t, certs)}, wire.TextUnauthorized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := client.New(client.Static(addr), tc.cfg)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/master/mastertest"
 )
 
 // startLockedMaster serves a real master on a loopback port with TLS that
@@ -34,17 +34,7 @@ func startLockedMaster(t *testing.T, certs etcdtest.Certs, token string) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := master.NewServerWith(svc, master.ServerConfig{TLS: serverTLS, Token: token, Log: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Close)
-	return lis.Addr().String()
+	return mastertest.Serve(t, svc, master.ServerConfig{TLS: serverTLS, Token: token, Log: quiet})
 }
 
 // TestLockedMaster: with the right CA, certificate and token (by flag or

@@ -10,52 +10,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/trainmaster/master/internal/fifotest"
 )
-
-// mkfifo makes a named pipe at dir/name. Opening it for reading blocks until
-// a writer opens it, unless O_NONBLOCK is given.
-func mkfifo(t *testing.T, dir, name string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// unblockFIFO releases a reader blocked opening the FIFO at path: opening it
-// for reading and writing never blocks, and counts as a writer.
-func unblockFIFO(path string) {
-	if f, err := os.OpenFile(path, os.O_RDWR|syscall.O_NONBLOCK, 0); err == nil {
-		f.Close()
-	}
-}
-
-// promptly returns call's error, or fails the test if call has not returned
-// within a generous deadline: it is then blocked, and unblock releases it so
-// that the test ends instead of hanging.
-func promptly(t *testing.T, unblock func(), call func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- call() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		unblock()
-		<-done
-		t.Fatal("still blocked after 10s")
-		return nil
-	}
-}
 
 // TestOpenNeverBlocks names a FIFO, a directory and a device to every
 // function that opens a file: each must return at once with an error naming
 // the path and saying what it is, without waiting for a writer.
 func TestOpenNeverBlocks(t *testing.T) {
 	dir := t.TempDir()
-	fifo := mkfifo(t, dir, "pipe.recordio")
+	fifo := fifotest.Make(t, dir, "pipe.recordio")
 	open := func(path string) error {
 		f, _, err := OpenFile(path)
 		if err == nil {
@@ -100,7 +64,7 @@ func TestOpenNeverBlocks(t *testing.T) {
 		{"IndexFile device", index, os.DevNull, "a character device"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := promptly(t, func() { unblockFIFO(fifo) }, func() error { return tc.call(tc.path) })
+			err := fifotest.Promptly(t, fifo, func() error { return tc.call(tc.path) })
 			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), tc.path+" is "+tc.kind) {
 				t.Fatalf("error %v, want one saying %s is %s, not a regular file", err, tc.path, tc.kind)
 			}

@@ -62,16 +62,24 @@ func await(t *testing.T, c <-chan string, limit time.Duration) string {
 	return ""
 }
 
+// standBy runs a second master while one leads, checks that it does not
+// serve for a while, and returns the channel of the addresses it serves on.
+func standBy(t *testing.T, cli *clientv3.Client) <-chan string {
+	t.Helper()
+	serving, _ := run(t, cli)
+	select {
+	case <-serving:
+		t.Fatal("the standby serves while the leader leads")
+	case <-time.After(300 * time.Millisecond):
+	}
+	return serving
+}
+
 func TestResignHandsOverAtOnce(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	firstServing, stopFirst := run(t, cli)
 	first := await(t, firstServing, 10*time.Second)
-	secondServing, _ := run(t, cli)
-	select {
-	case <-secondServing:
-		t.Fatal("the standby serves while the leader leads")
-	case <-time.After(300 * time.Millisecond):
-	}
+	secondServing := standBy(t, cli)
 	start := time.Now()
 	stopFirst()
 	second := await(t, secondServing, 2*time.Second)
@@ -182,12 +190,7 @@ func TestPortFailureHandsOver(t *testing.T) {
 		return b, nil
 	}})
 	await(t, firstServing, 10*time.Second)
-	secondServing, _ := run(t, cli)
-	select {
-	case <-secondServing:
-		t.Fatal("the standby serves while the leader leads")
-	case <-time.After(300 * time.Millisecond):
-	}
+	secondServing := standBy(t, cli)
 	start := time.Now()
 	(<-listeners).breakNow()
 	second := await(t, secondServing, 1500*time.Millisecond) // the TTL is 2 s

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -99,16 +99,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	srv, err := master.NewServer(svc, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	defer srv.Close()
+	addr := mastertest.Serve(t, svc, master.ServerConfig{Log: log})
 
 	// The dataset has 4 fixtures (8, 8, 8 and 4 chunks) and 6 generated
 	// files of 40 chunks: 268 chunks, 90 tasks of 3 chunks (the last of 1).
@@ -158,7 +149,7 @@ func TestEndToEnd(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- runTrainer(ctx, lis.Addr().String(), patterns, inject, consumed, i)
+			errs <- runTrainer(ctx, addr, patterns, inject, consumed, i)
 		}()
 	}
 	// Seven trainers end at "all passes done"; the staller is stuck in its

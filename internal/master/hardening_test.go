@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/rpc"
 	"path/filepath"
 	"strings"
@@ -13,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pkg/errors"
+	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/pkg/errors"
-	"github.com/sirupsen/logrus"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
@@ -25,6 +24,7 @@ import (
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/etcdstore"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -70,17 +70,7 @@ func serve(t *testing.T, svc *master.Service) *rpc.Client {
 func serveWith(t *testing.T, svc *master.Service, cfg master.ServerConfig) *rpc.Client {
 	t.Helper()
 	cfg.Log = quiet()
-	srv, err := master.NewServerWith(svc, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Close)
-	rc, err := rpc.Dial("tcp", lis.Addr().String())
+	rc, err := rpc.Dial("tcp", mastertest.Serve(t, svc, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

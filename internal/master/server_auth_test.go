@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"net"
 	"net/rpc"
 	"os"
@@ -37,26 +36,6 @@ func trainAll(t *testing.T, addr, pattern string, cfg client.Config) int {
 		n++
 	}
 	return n
-}
-
-// clientTLS is what a trainer trusting certs' CA uses, with the client
-// certificate when withCert.
-func clientTLS(t *testing.T, certs etcdtest.Certs, withCert bool) *tls.Config {
-	t.Helper()
-	pem, err := os.ReadFile(certs.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &tls.Config{RootCAs: x509.NewCertPool()}
-	cfg.RootCAs.AppendCertsFromPEM(pem)
-	if withCert {
-		cert, err := tls.LoadX509KeyPair(certs.ClientCert, certs.ClientKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg
 }
 
 // finalWithin checks that a go/client configured by cfg gives up on its
@@ -103,7 +82,7 @@ func TestTLSPort(t *testing.T) {
 			}
 			s, _ := newService(t, Config{ChunksPerTask: 1})
 			p := startPort(t, s, ServerConfig{TLS: serverTLS})
-			if n := trainAll(t, p.addr, pattern, client.Config{TLS: clientTLS(t, certs, true)}); n != 18 {
+			if n := trainAll(t, p.addr, pattern, client.Config{TLS: etcdtest.ClientTLS(t, certs)}); n != 18 {
 				t.Fatalf("%d records over TLS, want 18", n)
 			}
 			if err := statusCall(p.addr); err == nil || !strings.Contains(err.Error(), "this port speaks TLS") {
@@ -115,7 +94,7 @@ func TestTLSPort(t *testing.T) {
 			if tc.clientCA == "" {
 				return
 			}
-			conn, err := tls.Dial("tcp", p.addr, clientTLS(t, certs, false))
+			conn, err := tls.Dial("tcp", p.addr, etcdtest.ClientTLSNoCert(t, certs))
 			if err == nil {
 				var st wire.Status
 				err = rpc.NewClient(conn).Call("Master.Status", 0, &st)
@@ -124,7 +103,7 @@ func TestTLSPort(t *testing.T) {
 			if err == nil {
 				t.Fatal("a client without a certificate was served")
 			}
-			finalWithin(t, p.addr, client.Config{TLS: clientTLS(t, certs, false)}, "certificate required")
+			finalWithin(t, p.addr, client.Config{TLS: etcdtest.ClientTLSNoCert(t, certs)}, "certificate required")
 		})
 	}
 }

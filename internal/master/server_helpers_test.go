@@ -61,11 +61,16 @@ type port struct {
 // startPort serves s with cfg (its Log replaced) on a new loopback port.
 func startPort(t *testing.T, s *Service, cfg ServerConfig) *port {
 	t.Helper()
+	return startPortOn(t, s, cfg, listenLoopback(t))
+}
+
+func listenLoopback(t testing.TB) net.Listener {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startPortOn(t, s, cfg, lis)
+	return lis
 }
 
 // startPortOn serves s with cfg on lis; Serve must return nil once the
@@ -77,11 +82,18 @@ func startPortOn(t *testing.T, s *Service, cfg ServerConfig, lis net.Listener) *
 	log.SetOutput(p.log)
 	log.SetLevel(logrus.DebugLevel)
 	cfg.Log = log
+	p.srv = serveOn(t, s, cfg, lis)
+	return p
+}
+
+// serveOn serves s with cfg on lis until the test ends; Serve must then
+// return nil.
+func serveOn(t testing.TB, s *Service, cfg ServerConfig, lis net.Listener) *Server {
+	t.Helper()
 	srv, err := NewServerWith(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.srv = srv
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	t.Cleanup(func() {
@@ -90,7 +102,7 @@ func startPortOn(t *testing.T, s *Service, cfg ServerConfig, lis net.Listener) *
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return p
+	return srv
 }
 
 // awaitClosed waits until the master closes conn: a read ends with EOF or

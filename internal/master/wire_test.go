@@ -19,22 +19,8 @@ func startServer(t *testing.T, s *Service) string {
 
 func startServerB(t testing.TB, s *Service) string {
 	t.Helper()
-	srv, err := NewServer(s, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	lis := listenLoopback(t)
+	serveOn(t, s, ServerConfig{Log: quietLog()}, lis)
 	return lis.Addr().String()
 }
 
