@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"errors"
 	"fmt"
 	"net"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -74,6 +76,7 @@ func TestHostileClientsDoNotStopTraining(t *testing.T) {
 			return err
 		})
 	}
+	attack("JSON-RPC", func(ctx context.Context) error { return jsonAttacks(ctx, addr, token) })
 	attack("no token", func(ctx context.Context) error { return unauthenticated(ctx, addr, 200) })
 
 	consumed := &taskDigests{byTask: map[[2]int]client.Digest{}}
@@ -481,4 +484,39 @@ func unauthenticated(ctx context.Context, addr string, idle int) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// jsonAttacks calls in JSON-RPC without the token, then with it sends a
+// request over the size limit: the first is refused, the second closes the
+// connection, and the port serves a new JSON connection after both.
+func jsonAttacks(ctx context.Context, addr, token string) error {
+	c, err := jsonrpc.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	var st wire.Status
+	if err := c.Call("Master.Status", 0, &st); !wire.Is(err, wire.TextUnauthorized) {
+		c.Close()
+		return fmt.Errorf("a JSON call without the token answered %v", err)
+	}
+	c.Close()
+	if c, err = jsonrpc.Dial("tcp", addr); err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Call("Master.Authenticate", token, new(int)); err != nil {
+		return err
+	}
+	if err := c.Call("Master.ReportDataset", []string{strings.Repeat("j", 1<<20)}, new(int)); err == nil {
+		return errors.New("a 1 MiB JSON request was answered")
+	}
+	c2, err := jsonrpc.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c2.Close()
+	if err := c2.Call("Master.Authenticate", token, new(int)); err != nil {
+		return err
+	}
+	return c2.Call("Master.Status", 0, &st)
 }

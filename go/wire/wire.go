@@ -1,13 +1,15 @@
 // Package wire is the contract between the master and its trainers: the
-// types that travel over net/rpc (gob codec, over TCP or TLS) and the error texts
-// clients act on. Trainers in other programs depend on it, so it only grows:
-// fields are added, never renamed or removed (gob ignores fields one side
-// does not know).
+// types that travel over net/rpc (gob or JSON-RPC, over TCP or TLS) and the
+// error texts clients act on. Trainers in other programs depend on it, so it
+// only grows: fields are added, never renamed or removed (gob and JSON
+// ignore fields one side does not know).
 //
 // The master registers one service, named "Master", and serves it with
 // net/rpc's gob encoding on every accepted TCP connection (inside TLS when
 // the master has a certificate); clients use rpc.Dial("tcp", addr), or
-// rpc.NewClient on a tls.Dial connection. Its methods:
+// rpc.NewClient on a tls.Dial connection. A connection whose first byte is
+// '{' is served in JSON-RPC 1.0 instead (net/rpc/jsonrpc; the shapes are in
+// doc/protocol.md), for trainers in other languages. Its methods:
 //
 //	Master.ReportDataset(paths []string, reply *int) error
 //	Master.GetTask(finished Task, reply *Task) error

@@ -1,7 +1,9 @@
 package master
 
 import (
+	"bufio"
 	"net"
+	"net/rpc"
 	"syscall"
 	"time"
 
@@ -160,13 +162,26 @@ func (sv *Server) serveConn(c *trainerConn) {
 		sv.log.WithError(err).Error("cannot serve a connection")
 		return
 	}
-	srv.ServeCodec(sv.codec(c))
+	codec, err := sv.codec(c)
+	if err != nil {
+		return // the client left before sending anything
+	}
+	srv.ServeCodec(codec)
 }
 
-// codec is the codec of c, within the limits. Only gob is spoken; another
-// encoding would get the same limits by wrapping its codec in limitedCodec,
-// and a request size limit that follows its own framing.
-func (sv *Server) codec(c *trainerConn) *limitedCodec {
-	frames := newGobFrames(c.rw, sv.cfg.Limits.MaxRequestBytes)
-	return newLimitedCodec(newGobCodec(frames, c.rw), c, sv.cfg.Limits.MaxInflight)
+// codec is the codec of c, within the limits: JSON-RPC when the first byte
+// the client sends opens a JSON object, gob otherwise (server_json.go).
+func (sv *Server) codec(c *trainerConn) (*limitedCodec, error) {
+	in := bufio.NewReader(c.rw)
+	first, err := in.Peek(1)
+	if err != nil {
+		return nil, err
+	}
+	var codec rpc.ServerCodec
+	if first[0] == jsonOpening {
+		codec = newJSONCodec(in, c.rw, sv.cfg.Limits.MaxRequestBytes)
+	} else {
+		codec = newGobCodec(newGobFrames(in, sv.cfg.Limits.MaxRequestBytes), c.rw)
+	}
+	return newLimitedCodec(codec, c, sv.cfg.Limits.MaxInflight), nil
 }

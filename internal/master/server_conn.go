@@ -189,6 +189,8 @@ func (c *trainerConn) headerFailed(err error) error {
 		c.warn("closing a connection: request header over -max-request-bytes", logrus.Fields{"bytes": tooLarge.Size, "limit": tooLarge.Limit})
 	case errors.Is(err, errUnframed):
 		c.warn("closing a connection: not a gob stream", nil)
+	case errors.Is(err, errJSONTooLarge):
+		c.warn("closing a connection: JSON-RPC request over -max-request-bytes", logrus.Fields{"limit": c.sv.cfg.Limits.MaxRequestBytes})
 	default:
 		c.sv.log.WithFields(logrus.Fields{"remote": c.remote, "error": err.Error()}).Debug("closing a connection: cannot read a request")
 	}

@@ -97,8 +97,8 @@ type gobFrames struct {
 	pending error   // the error of a length read by nextSize, for the next Read
 }
 
-func newGobFrames(in io.Reader, max int) *gobFrames {
-	return &gobFrames{in: bufio.NewReader(in), max: uint64(max)}
+func newGobFrames(in *bufio.Reader, max int) *gobFrames {
+	return &gobFrames{in: in, max: uint64(max)}
 }
 
 func (f *gobFrames) Read(p []byte) (int, error) {

@@ -46,7 +46,8 @@ type Limits struct {
 	// being held and answered an error naming its size, the cap and the
 	// flag, and the connection goes on; a header over the cap, or a stream
 	// whose framing cannot be followed, closes the connection with a log
-	// line.
+	// line. In JSON-RPC it caps the bytes read for one request, and a
+	// request over it closes the connection (JSON cannot skip one).
 	MaxRequestBytes int
 	// MaxInflight caps the calls of one connection awaiting their replies:
 	// while that many do, the master reads nothing more from the

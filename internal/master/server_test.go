@@ -391,15 +391,30 @@ func TestInflightSlotsFreedOncePerRequest(t *testing.T) {
 // the replies makes the master stop reading it once MaxInflight replies
 // wait, instead of starting a goroutine for every request it sends.
 func TestPipelinedFloodBounded(t *testing.T) {
+	gobFlood := func(flood *bytes.Buffer) {
+		enc := gob.NewEncoder(flood)
+		for seq := range 400_000 {
+			enc.Encode(rpc.Request{ServiceMethod: "Master.Status", Seq: uint64(seq)})
+			enc.Encode(0)
+		}
+	}
+	jsonFlood := func(flood *bytes.Buffer) {
+		for seq := range 400_000 {
+			fmt.Fprintf(flood, `{"method":"Master.Status","params":[0],"id":%d}`+"\n", seq)
+		}
+	}
+	t.Run("gob", func(t *testing.T) { floodBounded(t, gobFlood) })
+	t.Run("json", func(t *testing.T) { floodBounded(t, jsonFlood) })
+}
+
+// floodBounded sends the calls write encodes on one connection without
+// reading the replies, and checks the master stops reading them.
+func floodBounded(t *testing.T, write func(*bytes.Buffer)) {
 	const inflight = 8
 	s, _ := newService(t, Config{ChunksPerTask: 1})
 	p := startPort(t, s, ServerConfig{Limits: Limits{MaxInflight: inflight}})
 	var flood bytes.Buffer
-	enc := gob.NewEncoder(&flood)
-	for seq := range 400_000 {
-		enc.Encode(rpc.Request{ServiceMethod: "Master.Status", Seq: uint64(seq)})
-		enc.Encode(0)
-	}
+	write(&flood)
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 	}}

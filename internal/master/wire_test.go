@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 	"runtime"
 	"strings"
 	"testing"
@@ -25,18 +26,34 @@ func startServerB(t testing.TB, s *Service) string {
 }
 
 // TestWireContract talks to the master with a plain net/rpc client, as a
-// trainer in another program would, using only the documented names.
+// trainer in another program would, using only the documented names: in
+// gob, and in JSON-RPC on the same port.
 func TestWireContract(t *testing.T) {
-	pattern := writeDataset(t, t.TempDir(), 2, 3)
-	s, _ := newService(t, Config{ChunksPerTask: 4})
-	c, err := rpc.Dial("tcp", startServer(t, s))
-	if err != nil {
-		t.Fatal(err)
+	for _, codec := range []struct {
+		name string
+		dial func(addr string) (*rpc.Client, error)
+	}{
+		{"gob", func(addr string) (*rpc.Client, error) { return rpc.Dial("tcp", addr) }},
+		{"json", func(addr string) (*rpc.Client, error) { return jsonrpc.Dial("tcp", addr) }},
+	} {
+		t.Run(codec.name, func(t *testing.T) {
+			pattern := writeDataset(t, t.TempDir(), 2, 3)
+			s, _ := newService(t, Config{ChunksPerTask: 4})
+			c, err := codec.dial(startServer(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			checkContract(t, c, pattern)
+		})
 	}
-	defer c.Close()
+}
 
+// checkContract runs a job of 2 tasks through c: every method, every
+// report, the error texts.
+func checkContract(t *testing.T, c *rpc.Client, pattern string) {
 	var task wire.Task
-	err = c.Call("Master.GetTask", wire.Task{}, &task)
+	err := c.Call("Master.GetTask", wire.Task{}, &task)
 	if err == nil || err.Error() != "dataset not reported" {
 		t.Fatalf("GetTask first: %v", err)
 	}
