@@ -1,5 +1,8 @@
 # The README's two commands are `make demo` (the main job) and `make test`.
 GO      ?= go
+# Debian's interpreter, where python3-pytest, python3-snappy and
+# python3-torch install (the first python3 on PATH may be another one).
+PYTHON  ?= /usr/bin/python3
 PKGS    := ./...
 FUZZTIME ?= 10s
 BIN     := bin
@@ -11,9 +14,12 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
-# Everything CI checks: formatting, vet, and every test with the race detector.
-test: lint
+# Everything CI checks: formatting, vet, every Go test with the race
+# detector, then the Python package's tests against the real binaries.
+test: lint build
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@echo "Python tests with $(PYTHON) ($$($(PYTHON) --version 2>&1))"
+	cd python && TRAINMASTER_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 lint:
 	$(GO) vet $(PKGS)

@@ -1,0 +1,127 @@
+"""Fixtures that run the real binaries on loopback: etcd (cmd/etcd-embed),
+masters (cmd/master) and Go trainers (cmd/trainer). The binaries are taken
+from $TRAINMASTER_BIN (the Makefile builds them into bin/)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+BIN = Path(os.environ.get("TRAINMASTER_BIN", ROOT / "bin"))
+FIXTURES = ROOT / "go" / "recordio" / "testdata"
+
+
+def binary(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make build` (or set TRAINMASTER_BIN)")
+    return str(path)
+
+
+class Proc:
+    """A process whose stderr the test follows line by line."""
+
+    def __init__(self, args: List[str], env: Optional[dict] = None) -> None:
+        self.args = args
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env={**os.environ, **(env or {})})
+        self.lines: List[str] = []
+        self._cond = threading.Condition()
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            with self._cond:
+                self.lines.append(line)
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(self, pattern: str, timeout: float = 30.0, start: int = 0) -> re.Match:
+        """The first match of pattern in a line from line start on."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            i = start
+            while True:
+                while i < len(self.lines):
+                    m = rx.search(self.lines[i])
+                    if m:
+                        return m
+                    i += 1
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.p.poll() is not None and i >= len(self.lines)):
+                    raise AssertionError(f"no {pattern!r} from {self.args[0]}; its output:\n" + "".join(self.lines[-40:]))
+                self._cond.wait(min(left, 0.2))
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+@pytest.fixture
+def procs():
+    started: List[Proc] = []
+
+    def start(*args: str, env: Optional[dict] = None) -> Proc:
+        p = Proc(list(args), env)
+        started.append(p)
+        return p
+
+    yield start
+    for p in reversed(started):
+        if p.p.poll() is None:
+            p.p.kill()
+            p.p.wait()
+
+
+@pytest.fixture
+def etcd(procs, tmp_path) -> str:
+    """A one-member etcd on loopback; its client URL."""
+    p = procs(binary("etcd-embed"), "-data-dir", str(tmp_path / "etcd"), "-listen-client", "127.0.0.1:0",
+              "-listen-peer", "127.0.0.1:0", "-unsafe-no-fsync")
+    return p.wait_for(r"^ready (\S+)").group(1)
+
+
+SERVING = r'msg="leading: serving trainers" addr="?([^" ]+)'
+
+
+@pytest.fixture
+def master(procs, etcd):
+    """Starts a master on the test's etcd; returns (proc, address) once it serves."""
+
+    def start(*args: str, wait: bool = True):
+        p = procs(binary("master"), "-addr", "127.0.0.1:0", "-endpoints", etcd, "-ttl", "2",
+                  "-log-level", "debug", *args)
+        return p, (p.wait_for(SERVING).group(1) if wait else None)
+
+    return start
+
+
+def write_dataset(directory: Path, files: int, records: int, compressor: str = "none", prefix: str = "part") -> str:
+    """Writes files of records "<prefix> F record N" with cmd/recordio, in
+    chunks of about 10 records; returns the glob pattern."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for f in range(files):
+        lines = "".join(f"{prefix} {f:02d} record {i:05d}\n" for i in range(records))
+        subprocess.run([binary("recordio"), "write", "-o", str(directory / f"{prefix}-{f:02d}.recordio"),
+                        "-compressor", compressor, "-max-chunk-bytes", "200"],
+                       input=lines, text=True, check=True)
+    return str(directory / f"{prefix}-*.recordio")

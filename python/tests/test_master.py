@@ -1,0 +1,145 @@
+"""Python trainers against the real master, on loopback."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from conftest import ROOT, binary, write_dataset
+from trainmaster import Client, Digest, EtcdResolver, recordio
+from trainmaster.client import read_task
+
+PYTHON = [sys.executable, "-m", "trainmaster"]
+
+
+def expected(pattern: str) -> Digest:
+    d = Digest()
+    for record in recordio.scan(*sorted(glob.glob(pattern))):
+        d.add(record)
+    return d
+
+
+def run_python_trainer(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([*PYTHON, "train", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT / "python")
+
+
+def finish(p: subprocess.Popen, timeout: float = 120):
+    out, err = p.communicate(timeout=timeout)
+    assert p.returncode == 0, f"{p.args} exited {p.returncode}:\n{err}"
+    return out
+
+
+def test_passes_and_digests_match_the_go_trainer(tmp_path, master):
+    pattern = write_dataset(tmp_path / "data", 3, 200)
+    want = expected(pattern)
+    _, addr = master("-passes", "2", "-chunks-per-task", "3")
+    out = finish(run_python_trainer("--addr", addr, "--dataset", pattern))
+    line = f"{want.records} records, {want.bytes} bytes, digest {want}"
+    assert out.splitlines() == [f"pass 0: {line}", f"pass 1: {line}"]
+    # The Go trainer prints the same line for the same data, in a job of its own.
+    _, addr2 = master("-passes", "1", "-namespace", "/go")
+    go = subprocess.run([binary("trainer"), "-addr", addr2, "-dataset", pattern], capture_output=True, text=True,
+                        timeout=120)
+    assert go.returncode == 0, go.stderr
+    assert go.stdout.splitlines() == [f"pass 0: {line}"]
+
+
+def per_task(lines):
+    """{pass: {task: digest}} from JSON lines, checking no task is consumed twice."""
+    seen = defaultdict(dict)
+    for line in lines:
+        r = json.loads(line)
+        if "task" in r:
+            assert r["task"] not in seen[r["pass"]], f"task {r['task']} of pass {r['pass']} consumed twice"
+            seen[r["pass"]][r["task"]] = r
+    return seen
+
+
+def test_python_and_go_trainers_share_a_job_found_through_etcd(tmp_path, etcd, master):
+    pattern = write_dataset(tmp_path / "data", 4, 300)
+    want = expected(pattern)
+    master("-passes", "2", "-chunks-per-task", "2")
+    trainers = [run_python_trainer("--endpoints", etcd, "--dataset", pattern, "--json") for _ in range(2)]
+    trainers.append(subprocess.Popen([binary("trainer"), "-endpoints", etcd, "-dataset", pattern, "-json"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = [finish(p) for p in trainers]
+    seen = per_task(line for out in outs for line in out.splitlines())
+    assert all(outs[:2]) and outs[2], "a trainer consumed nothing"
+    for p in range(2):
+        total = Digest()
+        for r in seen[p].values():
+            total.combine(Digest(r["records"], r["bytes"], int(r["digest"], 16)))
+        assert (total.records, total.bytes, str(total)) == (want.records, want.bytes, str(want))
+
+
+def test_failover_kill9_mid_pass(tmp_path, master):
+    pattern = write_dataset(tmp_path / "data", 4, 400)
+    want = expected(pattern)
+    leader, _ = master("-passes", "2", "-chunks-per-task", "2", "-task-timeout-min", "2s")
+    standby, _ = master("-passes", "2", "-chunks-per-task", "2", "-task-timeout-min", "2s", wait=False)
+    standby.wait_for(r"standing by")
+    etcd_url = leader.args[leader.args.index("-endpoints") + 1]
+    consumed = defaultdict(dict)
+    errors = []
+    lock = threading.Lock()
+
+    def trainer():
+        try:
+            with Client(EtcdResolver([etcd_url]), min_backoff=0.05, max_backoff=0.5, call_timeout=5) as c:
+                c.report_dataset([pattern])
+                d = Digest()
+                for rec in c.records():
+                    d.add(rec.data)
+                    time.sleep(0.0005)
+                    if rec.last:
+                        with lock:
+                            consumed[rec.pass_][rec.task] = d
+                        d = Digest()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=trainer) for _ in range(3)]
+    for t in threads:
+        t.start()
+    while True:
+        with lock:
+            if len(consumed[0]) >= 20:
+                break
+        time.sleep(0.01)
+    leader.p.send_signal(signal.SIGKILL)
+    standby.wait_for(r"leading: serving trainers", timeout=30)
+    for t in threads:
+        t.join(180)
+    assert not errors, errors
+    for p in range(2):
+        total = Digest()
+        for d in consumed[p].values():
+            total.combine(d)
+        assert (total.records, str(total)) == (want.records, str(want)), f"pass {p}"
+
+
+def test_damaged_block_is_reported_failed(tmp_path, master):
+    pattern = write_dataset(tmp_path / "data", 2, 200)
+    proc, addr = master("-passes", "1", "-chunks-per-task", "1", "-task-timeout-max", "1")
+    with Client(addr) as c:
+        c.report_dataset([pattern])
+        path = sorted(glob.glob(pattern))[1]
+        third = recordio.index(path)[3]
+        with open(path, "r+b") as f:  # damaged after the dataset was accepted
+            f.seek(third.offset + recordio.HEADER.size + 2)
+            f.write(b"\xff\xff")
+        records = sum(1 for _ in c.records())
+        st = c.status()
+    proc.wait_for(r"task failed; back in todo.*checksum mismatch")
+    proc.wait_for(r"failed too often; discarded for this pass")
+    assert st["AllDone"]
+    assert records == 400 - third.records

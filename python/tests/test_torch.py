@@ -1,0 +1,49 @@
+"""trainmaster.torch.TaskDataset: a linear regression trains for two passes
+from a real master, with two DataLoader workers, each its own trainer."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from collections import Counter
+
+import torch
+from torch.utils.data import DataLoader
+
+from conftest import binary
+from trainmaster.torch import TaskDataset
+
+
+def parse(record: bytes):
+    i, x, y = record.split()
+    return int(i), torch.tensor([float(x)]), torch.tensor([float(y)])
+
+
+def test_linear_regression_over_two_passes(tmp_path, master):
+    rng = random.Random(7)
+    n = 2000
+    lines = []
+    for i in range(n):
+        x = rng.uniform(-1, 1)
+        lines.append(f"{i} {x:.6f} {3 * x + 1 + rng.gauss(0, 0.05):.6f}\n")
+    path = tmp_path / "points.recordio"
+    subprocess.run([binary("recordio"), "write", "-o", str(path), "-max-chunk-bytes", "2000"],
+                   input="".join(lines), text=True, check=True)
+    proc, addr = master("-passes", "2", "-chunks-per-task", "2")
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.2)
+    loader = DataLoader(TaskDataset(addr=addr, dataset=[str(path)], transform=parse), batch_size=32, num_workers=2)
+    seen, losses = Counter(), []
+    for ids, x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        seen.update(ids.tolist())
+    assert set(seen) == set(range(n)) and set(seen.values()) == {2}, "every record once per pass:\n" + "".join(l for l in proc.lines if "timed out" in l or "failed" in l or "pass" in l)[-3000:]
+    first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
+    assert last < first / 20, f"loss {first:.4f} at the start, {last:.4f} at the end"
+    assert abs(model.weight.item() - 3) < 0.2 and abs(model.bias.item() - 1) < 0.2

@@ -1,0 +1,46 @@
+"""trainmaster: train from the elastic-training master in Python.
+
+The master cuts a RecordIO dataset into tasks and hands them to trainers;
+this package is a trainer's side of it, with nothing to install but
+Python 3 (snappy-compressed files need Debian's python3-snappy)::
+
+    import trainmaster
+    for record in trainmaster.records(endpoints=["http://127.0.0.1:2379"],
+                                      dataset=["/data/*.recordio"]):
+        train_on(record.data)
+
+``Client`` gives more control; ``trainmaster.torch.TaskDataset`` feeds a
+PyTorch DataLoader; ``python -m trainmaster`` reads RecordIO files and runs
+a trainer that prints per-pass digests like cmd/trainer's.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Iterator, Optional, Sequence
+
+from .client import Client, Record
+from .digest import Digest
+from .discovery import EtcdResolver, addr_key
+from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, Unauthorized
+from .recordio import RecordIOError
+
+__all__ = [
+    "records", "Client", "Record", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
+    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "ConnectionLost",
+]
+
+
+def records(*, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
+            dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
+            tls: Optional[ssl.SSLContext] = None, prefetch: int = 1) -> Iterator[Record]:
+    """Yields every record the master hands this trainer, until all passes
+    are done. The master is found at addr, or through etcd at endpoints
+    (NS/master/addr); dataset, if given, is reported first."""
+    if (addr is None) == (endpoints is None):
+        raise ValueError("give either addr or endpoints")
+    resolver = addr if addr is not None else EtcdResolver(endpoints or [], namespace)
+    with Client(resolver, token=token, tls=tls, prefetch=prefetch) as c:
+        if dataset:
+            c.report_dataset(dataset)
+        yield from c.records()

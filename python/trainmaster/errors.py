@@ -1,0 +1,57 @@
+"""The contract's errors (go/wire's texts), as Python exceptions."""
+
+from __future__ import annotations
+
+__all__ = [
+    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized",
+    "ConnectionLost", "from_text",
+]
+
+# The error texts of the wire contract (doc/protocol.md); stable.
+TEXT_NO_TASK = "no task available"
+TEXT_ALL_DONE = "all passes done"
+TEXT_NO_DATASET = "dataset not reported"
+TEXT_NOT_SERVING = "master is not serving"
+TEXT_UNAUTHORIZED = "not authenticated"
+
+
+class MasterError(Exception):
+    """An error the master answered: the message is its text."""
+
+
+class NoTask(MasterError):
+    """Every task of the pass is out with other trainers: ask again later."""
+
+
+class AllDone(MasterError):
+    """Every pass is over."""
+
+
+class NoDataset(MasterError):
+    """No dataset was reported yet (a master that lost it after a failover,
+    or a job not started)."""
+
+
+class NotServing(MasterError):
+    """This master does not serve (a standby, or one that lost the lock):
+    find the current one and call again."""
+
+
+class Unauthorized(MasterError):
+    """The master wants a token and this client presented none or a wrong
+    one: final."""
+
+
+class ConnectionLost(Exception):
+    """The connection to the master failed: the call is retried elsewhere."""
+
+
+def from_text(text: str) -> MasterError:
+    """The exception for an error text the master answered; a class matches
+    when the text contains its contract text, as go/wire.Is does (the master
+    wraps the contract's errors with its reasons)."""
+    for cls, known in ((NotServing, TEXT_NOT_SERVING), (Unauthorized, TEXT_UNAUTHORIZED),
+                       (AllDone, TEXT_ALL_DONE), (NoTask, TEXT_NO_TASK), (NoDataset, TEXT_NO_DATASET)):
+        if known in text:
+            return cls(text)
+    return MasterError(text)
