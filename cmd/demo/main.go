@@ -31,6 +31,8 @@ type options struct {
 	keep        bool
 	progressInt time.Duration
 	recordDelay time.Duration
+	python      string // interpreter of the Python trainer; "" for none
+	pythonDir   string // the folder holding the trainmaster package
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -48,8 +50,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.progressInt, "progress", time.Second, "interval between progress lines")
 	fs.DurationVar(&o.recordDelay, "record-delay", 200*time.Microsecond, "time each trainer pretends to train on a record")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (dataset and logs)")
+	fs.StringVar(&o.python, "python", "/usr/bin/python3", "`interpreter` of one more trainer, in Python, when it and -python-dir exist (empty: none)")
+	fs.StringVar(&o.pythonDir, "python-dir", "", "`directory` holding the trainmaster Python package (default: python/ beside -bin)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.pythonDir == "" {
+		o.pythonDir = filepath.Join(o.bin, "..", "python")
 	}
 	if o.trainers < 3 {
 		return o, fmt.Errorf("-trainers must be at least 3 (one stalls, one fails a task, one is well)")

@@ -21,12 +21,12 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	out, err := exec.Command(filepath.Join(bin, "demo"), "-bin", bin, "-files", "3", "-records", "600", "-chunks-per-task", "1",
-		"-record-delay", "1ms", "-task-timeout-min", "1s", "-progress", "200ms").CombinedOutput()
+		"-record-delay", "1ms", "-task-timeout-min", "1s", "-progress", "200ms", "-python-dir", "../../python").CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"dataset accepted", "task failed; back in todo", "task timed out; back in todo",
+		"a Python trainer started too", "dataset accepted", "task failed; back in todo", "task timed out; back in todo",
 		"with SIGKILL in the middle of the pass", "took over", "restarted as a standby", "state restored",
 		"all 3 passes done", "verification passed: every record of every pass consumed (3 passes x 1800 records",
 	} {

@@ -79,6 +79,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		defer trainers[i].Stop(5 * time.Second)
 	}
 	fmt.Fprintf(out, "%d trainers started: trainer 0 will stall on its 3rd task, trainer 1 will fail its 2nd\n", o.trainers)
+	if py, err := startPythonTrainer(dir, o, endpoints, pattern, results, out); err != nil {
+		return err
+	} else if py != nil {
+		defer py.Stop(5 * time.Second)
+		trainers = append(trainers, py)
+	}
 
 	if err := showProgress(ctx, discovery.NewResolver(cli, ""), masters, o.progressInt, out); err != nil {
 		return err
@@ -213,18 +219,49 @@ type consumed struct {
 	tasks map[[2]int][]taskLine
 }
 
+// record keeps a task line a trainer printed.
+func (c *consumed) record(line string) {
+	var l taskLine
+	if json.Unmarshal([]byte(line), &l) != nil || l.Task == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tasks[[2]int{l.Pass, *l.Task}] = append(c.tasks[[2]int{l.Pass, *l.Task}], l)
+}
+
 func startTrainer(dir, bin string, i int, args []string, results *consumed) (*proc.Proc, error) {
-	p, err := proc.Start(dir, filepath.Join(bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, func(line string) {
-		var l taskLine
-		if json.Unmarshal([]byte(line), &l) == nil && l.Task != nil {
-			results.mu.Lock()
-			results.tasks[[2]int{l.Pass, *l.Task}] = append(results.tasks[[2]int{l.Pass, *l.Task}], l)
-			results.mu.Unlock()
-		}
-	}, nil)
+	p, err := proc.Start(dir, filepath.Join(bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, results.record, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w (build the binaries with make build)", err)
 	}
+	return p, nil
+}
+
+// startPythonTrainer starts one more trainer, python -m trainmaster, when
+// the interpreter and the package are there, and says whether it did.
+func startPythonTrainer(dir string, o options, endpoints, pattern string, results *consumed, out io.Writer) (*proc.Proc, error) {
+	pkg := filepath.Join(o.pythonDir, "trainmaster", "__init__.py")
+	if o.python == "" {
+		return nil, nil
+	}
+	for _, need := range []string{o.python, pkg} {
+		if _, err := os.Stat(need); err != nil {
+			fmt.Fprintf(out, "no Python trainer: %v\n", err)
+			return nil, nil
+		}
+	}
+	abs, err := filepath.Abs(o.pythonDir)
+	if err != nil {
+		return nil, err
+	}
+	os.Setenv("PYTHONPATH", abs) // inherited by the trainer's process
+	args := []string{"-m", "trainmaster", "train", "--endpoints", endpoints, "--dataset", pattern, "--json"}
+	p, err := proc.Start(dir, o.python, "trainer-python", args, results.record, nil)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "a Python trainer started too (%s -m trainmaster train, package in %s)\n", o.python, abs)
 	return p, nil
 }
 

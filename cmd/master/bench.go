@@ -33,12 +33,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	warmup := fs.Duration("warmup", time.Second, "unmeasured load before each window")
 	duration := fs.Duration("duration", 5*time.Second, "measured window per row, for the master and for the bare transactions")
 	failover := fs.Bool("failover", true, "also time a standby master taking over each dataset")
+	codec := fs.String("codec", "gob", "the synthetic trainers' encoding: gob or json (JSON-RPC)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	logLevel := fs.String("log-level", "info", "log level of the bench's progress lines")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover}
+	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover, Codec: *codec}
 	var err error
 	if cfg.Chunks, err = intList("-chunks", *chunks); err != nil {
 		return err

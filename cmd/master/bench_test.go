@@ -8,11 +8,17 @@ import (
 	"github.com/trainmaster/master/internal/masterbench"
 )
 
-// TestBench runs a short `master bench` end to end: an embedded etcd, two
-// master processes, trainers and bare transactions, and a JSON report
-// whose every figure was measured.
+// TestBench runs a short `master bench` end to end, with trainers in each
+// encoding: an embedded etcd, two master processes, trainers and bare
+// transactions, and a JSON report whose every figure was measured.
 func TestBench(t *testing.T) {
-	out, err := exec.Command(binPath, "bench", "-json", "-chunks", "300", "-trainers", "1,4",
+	for _, codec := range []string{"gob", "json"} {
+		t.Run(codec, func(t *testing.T) { checkBench(t, codec) })
+	}
+}
+
+func checkBench(t *testing.T, codec string) {
+	out, err := exec.Command(binPath, "bench", "-json", "-codec", codec, "-chunks", "300", "-trainers", "1,4",
 		"-warmup", "200ms", "-duration", "500ms", "-dir", t.TempDir(), "-log-level", "warn").Output()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
@@ -21,8 +27,8 @@ func TestBench(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(rep.Datasets) != 1 {
-		t.Fatalf("%d datasets\n%s", len(rep.Datasets), out)
+	if len(rep.Datasets) != 1 || rep.Codec != codec {
+		t.Fatalf("%d datasets, codec %q\n%s", len(rep.Datasets), rep.Codec, out)
 	}
 	d := rep.Datasets[0]
 	if d.Chunks != 300 || d.Tasks != 300 || d.Accept <= 0 || d.Memory.RSS <= 0 || d.Memory.Peak < d.Memory.RSS ||
@@ -39,7 +45,7 @@ func TestBench(t *testing.T) {
 }
 
 func TestBenchRefusesBadLists(t *testing.T) {
-	for _, arg := range []string{"-chunks=0", "-trainers=1,x", "-chunks=-5"} {
+	for _, arg := range []string{"-chunks=0", "-trainers=1,x", "-chunks=-5", "-codec=xml"} {
 		out, err := exec.Command(binPath, "bench", arg).CombinedOutput()
 		if err == nil {
 			t.Errorf("bench %s: accepted\n%s", arg, out)

@@ -32,6 +32,7 @@ type Config struct {
 	Warmup        time.Duration // before each window; default 1s
 	Duration      time.Duration // of each window; default 5s
 	Failover      bool          // also time a standby taking over each dataset
+	Codec         string        // the synthetic trainers' encoding: "gob" (default) or "json"
 	Log           logrus.FieldLogger
 }
 
@@ -53,6 +54,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ChunksPerTask == 0 {
 		c.ChunksPerTask = 1
 	}
+	switch c.Codec {
+	case "":
+		c.Codec = "gob"
+	case "gob", "json":
+	default:
+		return c, errors.Errorf("masterbench: codec %q: want gob or json", c.Codec)
+	}
 	if c.Warmup == 0 {
 		c.Warmup = time.Second
 	}
@@ -71,6 +79,7 @@ func (c Config) withDefaults() (Config, error) {
 // Report is what a run measured.
 type Report struct {
 	CPUs          int             `json:"cpus"`
+	Codec         string          `json:"codec"`
 	ChunksPerTask int             `json:"chunks_per_task"`
 	Warmup        time.Duration   `json:"warmup_ns"`
 	Duration      time.Duration   `json:"duration_ns"`
@@ -115,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{CPUs: runtime.NumCPU(), ChunksPerTask: cfg.ChunksPerTask, Warmup: cfg.Warmup, Duration: cfg.Duration}
+	rep := &Report{CPUs: runtime.NumCPU(), ChunksPerTask: cfg.ChunksPerTask, Warmup: cfg.Warmup, Duration: cfg.Duration, Codec: cfg.Codec}
 	for _, chunks := range cfg.Chunks {
 		d, err := runDataset(ctx, cfg, chunks)
 		if err != nil {
@@ -175,7 +184,7 @@ func runWindow(ctx context.Context, cfg Config, ns, addr string, trainers int) (
 		return Result{}, err
 	}
 	before, metricsErr := scrapeMetrics(ctx, cfg.Metrics, cfg.Endpoints[0], walBytesMetric, putBytesMetric)
-	got, err := runTrainers(ctx, addr, trainers, w)
+	got, err := runTrainers(ctx, dialer(cfg.Codec), addr, trainers, w)
 	if err != nil {
 		return Result{}, err
 	}

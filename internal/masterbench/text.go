@@ -9,8 +9,8 @@ import (
 
 // WriteText prints the report as tables for people.
 func (r *Report) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "%d CPUs; %d chunk(s) per task; %v warm-up, then %v measured per row\n",
-		r.CPUs, r.ChunksPerTask, r.Warmup, r.Duration)
+	fmt.Fprintf(w, "%d CPUs; trainers speak %s; %d chunk(s) per task; %v warm-up, then %v measured per row\n",
+		r.CPUs, r.Codec, r.ChunksPerTask, r.Warmup, r.Duration)
 	for _, d := range r.Datasets {
 		fmt.Fprintf(w, "\n%d chunks, %d tasks: accepted in %v; master RSS %s (peak %s)",
 			d.Chunks, d.Tasks, d.Accept.Round(time.Millisecond), mib(d.Memory.RSS), mib(d.Memory.Peak))

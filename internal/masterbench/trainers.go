@@ -3,6 +3,7 @@ package masterbench
 import (
 	"context"
 	"net/rpc"
+	"net/rpc/jsonrpc"
 	"time"
 
 	"github.com/pkg/errors"
@@ -27,9 +28,18 @@ func reportDataset(ctx context.Context, addr, pattern string) error {
 	}
 }
 
-// runTrainers runs synthetic trainers, each on its own connection: every
-// call finishes the trainer's previous task and asks for the next.
-func runTrainers(ctx context.Context, addr string, trainers int, w window) (loadResult, error) {
+// dialer connects to the master in codec: gob or JSON-RPC.
+func dialer(codec string) func(addr string) (*rpc.Client, error) {
+	if codec == "json" {
+		return func(addr string) (*rpc.Client, error) { return jsonrpc.Dial("tcp", addr) }
+	}
+	return func(addr string) (*rpc.Client, error) { return rpc.Dial("tcp", addr) }
+}
+
+// runTrainers runs synthetic trainers, each on its own connection made by
+// dial: every call finishes the trainer's previous task and asks for the
+// next.
+func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, w window) (loadResult, error) {
 	conns := make([]*rpc.Client, trainers)
 	prev := make([]wire.Task, trainers)
 	defer func() {
@@ -40,7 +50,7 @@ func runTrainers(ctx context.Context, addr string, trainers int, w window) (load
 		}
 	}()
 	for i := range conns {
-		c, err := rpc.Dial("tcp", addr)
+		c, err := dial(addr)
 		if err != nil {
 			return loadResult{}, errors.Wrap(err, "dial the master")
 		}
