@@ -144,3 +144,23 @@ def test_damaged_block_is_reported_failed(tmp_path, master):
     proc.wait_for(r"failed too often; discarded for this pass")
     assert st["AllDone"]
     assert records == 400 - third.records
+
+
+def test_token(tmp_path, master):
+    from trainmaster import Unauthorized
+
+    pattern = write_dataset(tmp_path / "data", 1, 50)
+    token_file = tmp_path / "token"
+    token_file.write_text("py-T0ken\n")
+    _, addr = master("-token-file", str(token_file))
+    with Client(addr, token="wrong", max_backoff=0.1) as c:
+        start = time.monotonic()
+        try:
+            c.status()
+        except Unauthorized as e:
+            assert "not authenticated" in str(e)
+        else:
+            raise AssertionError("a wrong token was accepted")
+        assert time.monotonic() - start < 5, "a refused token was retried"
+    out = finish(run_python_trainer("--addr", addr, "--dataset", pattern, "--token-file", str(token_file)))
+    assert out.startswith("pass 0: 50 records")
