@@ -19,11 +19,13 @@ import (
 )
 
 // startOnEtcd starts a master on a test etcd of its own (so that the
-// master process holds few file descriptors) and returns it serving.
+// master process holds few file descriptors) and returns it serving. Its
+// lock's TTL is 10 s: these tests flood it on a loaded machine, and a
+// session that expires would move it to another port mid-test.
 func startOnEtcd(t *testing.T, args ...string) (*proc, string) {
 	t.Helper()
 	srv, _ := etcdtest.Start(t)
-	p := startMaster(t, append([]string{"-endpoints", strings.Join(srv.Endpoints(), ",")}, args...)...)
+	p := startMaster(t, append([]string{"-endpoints", strings.Join(srv.Endpoints(), ","), "-ttl", "10"}, args...)...)
 	return p, p.awaitServing(30 * time.Second)
 }
 
