@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 from . import recordio
-from .errors import AllDone, ConnectionLost, NoDataset, NoTask, NotServing
+from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing
 from .rpc import Connection
 
 __all__ = ["Client", "Record", "MAX_ERROR_BYTES"]
@@ -175,10 +175,19 @@ class Client:
         not hold tasks another trainer waits for at the end of a pass. Its
         records are then lost for the pass if the process dies before they
         are yielded. Tasks are fetched and read ahead in a background
-        thread, prefetch at a time."""
+        thread, prefetch at a time, and finishes are reported by another,
+        so that the loop never waits for the master."""
         ahead: "queue.Queue[Any]" = queue.Queue(maxsize=self.prefetch)
+        finished: "queue.Queue[Optional[Task]]" = queue.Queue()
         stop = threading.Event()
         end = object()
+
+        def report() -> None:
+            while (task := finished.get()) is not None:
+                try:
+                    self.task_finished(task)
+                except (MasterError, ConnectionLost) as e:
+                    log.warning("trainmaster: the finish of task %d was not recorded: %s", task["Index"], e)
 
         def fetch() -> None:
             attempt = 0
@@ -213,7 +222,9 @@ class Client:
                     ahead.put(e)
 
         fetcher = threading.Thread(target=fetch, name="trainmaster-prefetch", daemon=True)
+        reporter = threading.Thread(target=report, name="trainmaster-finishes", daemon=True)
         fetcher.start()
+        reporter.start()
         try:
             while True:
                 item = ahead.get()
@@ -224,7 +235,7 @@ class Client:
                 task, records = item
                 yield from _task_records(task, records)
                 if not finish_when_read:
-                    self.task_finished(task)
+                    finished.put(task)
         finally:
             stop.set()
             while fetcher.is_alive():
@@ -232,6 +243,8 @@ class Client:
                     ahead.get(timeout=0.05)
                 except queue.Empty:
                     pass
+            finished.put(None)  # the finishes already queued are still sent
+            reporter.join(self.call_timeout)
 
 
 # Builds a Record from a tuple in C, without namedtuple's Python __new__:
