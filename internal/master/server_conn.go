@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/gob"
+	"encoding/json"
 	"io"
 	"net"
 	"net/rpc"
@@ -165,14 +166,18 @@ const plainOnTLS = "master: this port speaks TLS and this client does not: give 
 
 // answerPlain answers a client that sent plain bytes to the TLS port, when
 // they may be a net/rpc call: with an error reply to its first call (a new
-// net/rpc client numbers it 0), so that it says why instead of retrying a
-// connection that ends.
+// gob client numbers it 0; a JSON reply has no id, the request's being
+// unread), so that it says why instead of retrying a connection that ends.
 func answerPlain(err error) {
 	var plain tls.RecordHeaderError
 	if !errors.As(err, &plain) || plain.Conn == nil {
 		return
 	}
 	plain.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	if plain.RecordHeader[0] == jsonOpening {
+		json.NewEncoder(plain.Conn).Encode(map[string]any{"id": nil, "result": nil, "error": plainOnTLS})
+		return
+	}
 	enc := gob.NewEncoder(plain.Conn)
 	if enc.Encode(rpc.Response{Seq: 0, Error: plainOnTLS}) == nil {
 		enc.Encode(struct{}{})

@@ -91,6 +91,10 @@ func TestJSONWithinTheLocks(t *testing.T) {
 		}
 		return jsonrpc.NewClient(conn)
 	}
+	plain := jsonSession(t, p.addr, `{"method":"Master.Status","params":[0],"id":1}`)
+	if e, _ := plain[0]["error"].(string); !strings.Contains(e, "this port speaks TLS") {
+		t.Fatalf("a plain JSON client on the TLS port was answered %v", plain[0])
+	}
 	c := dial()
 	var st wire.Status
 	if err := c.Call("Master.Status", 0, &st); err == nil || !strings.Contains(err.Error(), wire.TextUnauthorized) {

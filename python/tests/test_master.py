@@ -164,3 +164,68 @@ def test_token(tmp_path, master):
         assert time.monotonic() - start < 5, "a refused token was retried"
     out = finish(run_python_trainer("--addr", addr, "--dataset", pattern, "--token-file", str(token_file)))
     assert out.startswith("pass 0: 50 records")
+
+
+def make_certs(tmp_path: Path):
+    """A CA and a certificate for 127.0.0.1 it signs, made with openssl."""
+    d = tmp_path / "pki"
+    d.mkdir()
+    run = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"), "-days", "1", "-subj", "/CN=test CA")
+    run("req", *ec, "-keyout", str(d / "server.key"), "-out", str(d / "server.csr"), "-subj", "/CN=127.0.0.1")
+    (d / "san").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", str(d / "server.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+        "-CAcreateserial", "-out", str(d / "server.pem"), "-days", "1", "-extfile", str(d / "san"))
+    return d / "ca.pem", d / "server.pem", d / "server.key"
+
+
+def test_tls_port(tmp_path, master):
+    import ssl
+
+    from trainmaster import MasterError
+
+    ca, cert, key = make_certs(tmp_path)
+    pattern = write_dataset(tmp_path / "data", 1, 60)
+    _, addr = master("-tls-cert", str(cert), "-tls-key", str(key))
+    with Client(addr, max_backoff=0.1) as plain:
+        try:
+            plain.status()
+        except MasterError as e:
+            assert "this port speaks TLS" in str(e)
+        else:
+            raise AssertionError("a plain client was served on the TLS port")
+    with Client(addr, tls=ssl.create_default_context(cafile=str(ca))) as c:
+        c.report_dataset([pattern])
+        assert sum(1 for _ in c.records()) == 60
+
+
+def test_discovery_through_etcd_with_a_password(tmp_path, etcd, master):
+    import base64
+    import urllib.request
+
+    def post(path, body, token=None):
+        req = urllib.request.Request(etcd + path, data=json.dumps(body).encode(), method="POST")
+        if token:
+            req.add_header("Authorization", token)
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.loads(r.read())
+
+    post("/v3/auth/role/add", {"name": "root"})
+    post("/v3/auth/user/add", {"name": "root", "password": "pw-root"})
+    post("/v3/auth/user/grant", {"user": "root", "role": "root"})
+    post("/v3/auth/enable", {})
+    pattern = write_dataset(tmp_path / "data", 1, 40)
+    proc, addr = master("-etcd-user", "root", "-etcd-password", "pw-root")
+    key = base64.b64encode(b"/master/addr").decode()
+    try:
+        post("/v3/kv/range", {"key": key})
+    except urllib.error.HTTPError:
+        pass
+    else:
+        raise AssertionError("etcd answered without a password")
+    resolver = EtcdResolver([etcd], user="root", password="pw-root")
+    assert resolver() == addr
+    with Client(resolver) as c:
+        c.report_dataset([pattern])
+        assert sum(1 for _ in c.records()) == 40

@@ -58,6 +58,9 @@ class Connection:
                 self.close()
                 raise ConnectionLost(f"{SERVICE}.{method}: the master closed the connection")
             reply = json.loads(line)
+        if reply.get("id") is None and reply.get("error") is not None:
+            self.close()  # an answer to the connection, not the call: "this port speaks TLS"
+            raise from_text(str(reply["error"]))
         if reply.get("id") != request["id"]:
             self.close()
             raise ConnectionLost(f"{SERVICE}.{method}: reply {reply.get('id')} to call {request['id']}")
