@@ -229,3 +229,48 @@ def test_discovery_through_etcd_with_a_password(tmp_path, etcd, master):
     with Client(resolver) as c:
         c.report_dataset([pattern])
         assert sum(1 for _ in c.records()) == 40
+
+
+def test_dataset_reported_again_to_a_master_that_lost_it(tmp_path, etcd, master):
+    import base64
+    import urllib.request
+
+    pattern = write_dataset(tmp_path / "data", 1, 30)
+    first, addr = master()
+    with Client(EtcdResolver([etcd]), min_backoff=0.05, max_backoff=0.3) as c:
+        c.report_dataset([pattern])
+        first.p.send_signal(signal.SIGKILL)
+        first.p.wait()
+        b64 = lambda s: base64.b64encode(s).decode()  # noqa: E731
+        req = urllib.request.Request(etcd + "/v3/kv/deleterange", method="POST",
+                                     data=json.dumps({"key": b64(b"/task_queues/"), "range_end": b64(b"/task_queues0")}).encode())
+        urllib.request.urlopen(req, timeout=5).read()  # the job's state is gone
+        second, _ = master()
+        task = c.get_task()  # "dataset not reported": the client reports it again, then asks again
+        assert task["Epoch"] == 1
+        second.wait_for(r"dataset accepted")
+
+
+def test_etcd_over_tls(tmp_path, procs, master):
+    import ssl
+
+    ca, cert, key = make_certs(tmp_path)
+    p = procs(binary("etcd-embed"), "-data-dir", str(tmp_path / "etcd-tls"), "-listen-client", "127.0.0.1:0",
+              "-listen-peer", "127.0.0.1:0", "-unsafe-no-fsync", "-cert-file", str(cert), "-key-file", str(key))
+    url = p.wait_for(r"^ready (\S+)").group(1)
+    assert url.startswith("https://")
+    m = procs(binary("master"), "-addr", "127.0.0.1:0", "-endpoints", url, "-etcd-cacert", str(ca), "-ttl", "2")
+    addr = m.wait_for(r'msg="leading: serving trainers" addr="?([^" ]+)').group(1)
+    assert EtcdResolver([url], tls=ssl.create_default_context(cafile=str(ca)))() == addr
+
+
+def test_snappy_without_the_module_is_a_clear_error(monkeypatch):
+    from conftest import FIXTURES
+
+    monkeypatch.setitem(sys.modules, "snappy", None)  # import snappy now fails
+    try:
+        list(recordio.scan(str(FIXTURES / "snappy.recordio")))
+    except recordio.RecordIOError as e:
+        assert "python3-snappy" in str(e)
+    else:
+        raise AssertionError("a snappy file was read without the snappy module")
