@@ -266,8 +266,8 @@ func startPythonTrainer(dir string, o options, endpoints, pattern string, result
 }
 
 // showProgress prints the progress of whichever master serves until every
-// pass is done; halfway through the second pass (or the only one) it kills
-// the leader.
+// pass is done; halfway through the second pass (or the only one), or at
+// the first sample after it, it kills the leader.
 func showProgress(ctx context.Context, resolver *discovery.Resolver, masters *cluster, every time.Duration, out io.Writer) error {
 	var last wire.Status
 	lastAt, killed := time.Now(), false
@@ -287,7 +287,9 @@ func showProgress(ctx context.Context, resolver *discovery.Resolver, masters *cl
 			}
 			fmt.Fprintf(out, "pass %d/%d | tasks done %d/%d, pending %d, todo %d, failed %d | %.0f records/s\n",
 				st.Pass+1, st.Passes, st.Done, st.Tasks, st.Pending, st.Todo, st.Failed, rate)
-			if !killed && st.Pass == killPass && st.Done >= st.Tasks/2 {
+			// A fast pass can go by between two samples: then the kill
+			// comes in the first sample of a later pass.
+			if !killed && (st.Pass == killPass && st.Done >= st.Tasks/2 || st.Pass > killPass) {
 				killed = true
 				if err := masters.failover(ctx); err != nil {
 					return err
