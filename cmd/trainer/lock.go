@@ -2,12 +2,11 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"os"
-	"strings"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
+
+	"github.com/trainmaster/master/internal/credfile"
 )
 
 func (l *lockOptions) register(fs *flag.FlagSet) {
@@ -26,19 +25,16 @@ func (l lockOptions) tlsConfig() (*tls.Config, error) {
 	}
 	cfg := &tls.Config{ServerName: l.tlsServerName, MinVersion: tls.VersionTLS12}
 	if l.tlsCA != "" {
-		pem, err := os.ReadFile(l.tlsCA)
+		pool, err := credfile.CertPool(l.tlsCA)
 		if err != nil {
-			return nil, fmt.Errorf("-tls-ca: %w", err)
+			return nil, errors.WithMessage(err, "-tls-ca")
 		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-tls-ca %s holds no PEM certificate", l.tlsCA)
-		}
+		cfg.RootCAs = pool
 	}
 	if l.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(l.tlsCert, l.tlsKey)
 		if err != nil {
-			return nil, fmt.Errorf("-tls-cert and -tls-key: %w", err)
+			return nil, errors.WithMessage(err, "-tls-cert and -tls-key")
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
@@ -51,13 +47,6 @@ func (l lockOptions) token() (string, error) {
 	if l.tokenFile == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(l.tokenFile)
-	if err != nil {
-		return "", fmt.Errorf("-token-file: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", fmt.Errorf("-token-file %s is empty", l.tokenFile)
-	}
-	return token, nil
+	token, err := credfile.Token(l.tokenFile)
+	return token, errors.WithMessage(err, "-token-file")
 }

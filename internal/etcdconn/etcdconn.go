@@ -7,8 +7,6 @@ package etcdconn
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +16,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/trainmaster/master/internal/credfile"
 )
 
 // Options are the connection settings.
@@ -50,14 +50,11 @@ func (o Options) TLS() (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CACert != "" {
-		pem, err := os.ReadFile(o.CACert)
+		pool, err := credfile.CertPool(o.CACert)
 		if err != nil {
-			return nil, errors.Wrap(err, "etcd CA certificate")
+			return nil, errors.WithMessage(err, "etcd CA certificate")
 		}
-		cfg.RootCAs = x509.NewCertPool()
-		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, errors.Errorf("etcd CA certificate %s holds no PEM certificate", o.CACert)
-		}
+		cfg.RootCAs = pool
 	}
 	if o.Cert != "" || o.Key != "" {
 		pair, err := tls.LoadX509KeyPair(o.Cert, o.Key)

@@ -3,12 +3,11 @@ package master
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"os"
-	"strings"
 
 	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/credfile"
 )
 
 // tokenGate holds the trainer port's shared token, as its SHA-256 sum, and
@@ -61,13 +60,6 @@ func (r *rpcService) Authenticate(token string, reply *int) error {
 // file's content without the white space around it. An empty token is an
 // error: it would lock nothing.
 func ReadToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", errors.Wrap(err, "master: read the token file")
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return "", errors.Errorf("master: the token file %s is empty", path)
-	}
-	return token, nil
+	token, err := credfile.Token(path)
+	return token, errors.WithMessage(err, "master: read the token file")
 }

@@ -2,10 +2,10 @@ package master
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"os"
 
 	"github.com/pkg/errors"
+
+	"github.com/trainmaster/master/internal/credfile"
 )
 
 // ServerTLS returns the TLS configuration of the trainer port: the
@@ -22,22 +22,10 @@ func ServerTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
 	if clientCAFile == "" {
 		return cfg, nil
 	}
-	pool, err := loadCAs(clientCAFile)
+	pool, err := credfile.CertPool(clientCAFile)
 	if err != nil {
-		return nil, err
+		return nil, errors.WithMessage(err, "master: -tls-client-ca")
 	}
 	cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	return cfg, nil
-}
-
-func loadCAs(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return nil, errors.Wrap(err, "master: read -tls-client-ca")
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, errors.Errorf("master: -tls-client-ca %s holds no PEM certificate", path)
-	}
-	return pool, nil
 }
