@@ -24,15 +24,20 @@ import (
 // argument can take 40 times its size on the wire (a []string of empty
 // strings), so a connection holds at most one large argument and
 // MaxInflight-1 small ones, whatever it pipelines.
+//
+// Calls are numbered by the codec itself (net/rpc sees its numbers; the
+// inner codec gets its own back with each reply), so that a client reusing
+// a sequence number cannot make one call's reply free another's slot.
 type limitedCodec struct {
 	rpc.ServerCodec
 	conn  *trainerConn
 	slots chan struct{} // one element per call awaiting its reply
 	large chan struct{} // holds one element while a large call awaits its reply
 
-	seq        uint64 // of the request whose header was read last
-	mu         sync.Mutex
-	largeCalls map[uint64]int // seq -> large calls awaiting their replies
+	mu    sync.Mutex
+	last  uint64            // the codec's number of the last call read; from 1
+	inner map[uint64]uint64 // the codec's number -> the inner codec's, per call awaiting its reply
+	held  uint64            // the codec's number of the call holding the large slot; 0: none
 }
 
 // largeRequestBytes is the size over which an argument is large: every call
@@ -45,7 +50,7 @@ type bodySizer interface{ nextBodyBytes() int }
 
 func newLimitedCodec(codec rpc.ServerCodec, conn *trainerConn, maxInflight int) *limitedCodec {
 	return &limitedCodec{ServerCodec: codec, conn: conn, slots: make(chan struct{}, maxInflight),
-		large: make(chan struct{}, 1), largeCalls: map[uint64]int{}}
+		large: make(chan struct{}, 1), inner: map[uint64]uint64{}}
 }
 
 // ReadRequestHeader waits for a free slot, then reads the next header. It
@@ -59,7 +64,10 @@ func (c *limitedCodec) ReadRequestHeader(r *rpc.Request) error {
 		<-c.slots
 		return c.conn.headerFailed(err)
 	}
-	c.seq = r.Seq
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last++
+	c.inner[c.last], r.Seq = r.Seq, c.last
 	c.conn.callStarted()
 	return nil
 }
@@ -95,22 +103,21 @@ func (c *limitedCodec) takeLarge() error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.largeCalls[c.seq]++
+	c.held = c.last // the call whose header was read last is the one being read
 	return nil
 }
 
-// releaseLarge frees the large slot if the call seq holds it. A client may
-// reuse a sequence number; the count keeps each release paired with a take.
-func (c *limitedCodec) releaseLarge(seq uint64) {
+// ended forgets the call numbered own and returns the inner codec's number
+// for it, and whether it held the large slot.
+func (c *limitedCodec) ended(own uint64) (inner uint64, heldLarge bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.largeCalls[seq] == 0 {
-		return
+	inner = c.inner[own]
+	delete(c.inner, own)
+	if heldLarge = own == c.held; heldLarge {
+		c.held = 0
 	}
-	if c.largeCalls[seq]--; c.largeCalls[seq] == 0 {
-		delete(c.largeCalls, seq)
-	}
-	<-c.large
+	return inner, heldLarge
 }
 
 // ReadRequestBody reads the argument; one over the size limit has been
@@ -133,6 +140,10 @@ func (c *limitedCodec) ReadRequestBody(body any) error {
 func (c *limitedCodec) WriteResponse(r *rpc.Response, body any) error {
 	defer c.conn.callEnded()
 	defer func() { <-c.slots }()
-	defer c.releaseLarge(r.Seq)
+	var heldLarge bool
+	r.Seq, heldLarge = c.ended(r.Seq)
+	if heldLarge {
+		defer func() { <-c.large }()
+	}
 	return c.ServerCodec.WriteResponse(r, body)
 }

@@ -3,35 +3,43 @@ package master
 import (
 	"context"
 	"net/rpc"
+	"slices"
 	"testing"
 	"testing/synctest"
 )
 
-// sizedCodec is a codec whose requests are numbered from 0 and whose
-// arguments have the given sizes.
+// sizedCodec is a codec whose arguments have the given sizes and whose
+// client numbers every call 7, as a hostile one may.
 type sizedCodec struct {
-	sizes []int
-	next  int
+	sizes   []int
+	next    int
+	replied []uint64 // the numbers the replies went out with
 }
 
 func (f *sizedCodec) ReadRequestHeader(r *rpc.Request) error {
-	r.Seq = uint64(f.next)
+	r.Seq = 7
 	return nil
 }
-func (f *sizedCodec) ReadRequestBody(any) error              { f.next++; return nil }
-func (f *sizedCodec) nextBodyBytes() int                     { return f.sizes[f.next] }
-func (f *sizedCodec) WriteResponse(*rpc.Response, any) error { return nil }
-func (f *sizedCodec) Close() error                           { return nil }
+func (f *sizedCodec) ReadRequestBody(any) error { f.next++; return nil }
+func (f *sizedCodec) nextBodyBytes() int        { return f.sizes[f.next] }
+func (f *sizedCodec) WriteResponse(r *rpc.Response, _ any) error {
+	f.replied = append(f.replied, r.Seq)
+	return nil
+}
+func (f *sizedCodec) Close() error { return nil }
 
 // TestOneLargeArgumentPerConnection: a connection's second large argument
 // is not read until the first one's reply is written; small ones are read
-// meanwhile, within MaxInflight.
+// meanwhile, within MaxInflight. The replies of the small calls, which
+// carry the same client number as the large one, do not free its slot,
+// and every reply goes out with the client's number.
 func TestOneLargeArgumentPerConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		life, stop := context.WithCancel(context.Background())
 		defer stop()
 		large := largeRequestBytes + 1
-		c := newLimitedCodec(&sizedCodec{sizes: []int{100, large, 100, large}}, &trainerConn{life: life, stop: stop}, 16)
+		inner := &sizedCodec{sizes: []int{100, large, 100, large}}
+		c := newLimitedCodec(inner, &trainerConn{life: life, stop: stop}, 16)
 		read := func() uint64 {
 			var r rpc.Request
 			if err := c.ReadRequestHeader(&r); err != nil {
@@ -42,8 +50,9 @@ func TestOneLargeArgumentPerConnection(t *testing.T) {
 			}
 			return r.Seq
 		}
+		var seqs []uint64
 		for range 3 { // small, large, small: none waits
-			read()
+			seqs = append(seqs, read())
 		}
 		done := make(chan uint64, 1)
 		go func() { done <- read() }()
@@ -56,12 +65,15 @@ func TestOneLargeArgumentPerConnection(t *testing.T) {
 			}
 		}
 		waiting("at once")
-		c.WriteResponse(&rpc.Response{Seq: 0}, nil)
-		c.WriteResponse(&rpc.Response{Seq: 2}, nil)
+		c.WriteResponse(&rpc.Response{Seq: seqs[0]}, nil)
+		c.WriteResponse(&rpc.Response{Seq: seqs[2]}, nil)
 		waiting("after the replies of the small ones")
-		c.WriteResponse(&rpc.Response{Seq: 1}, nil)
-		if seq := <-done; seq != 3 {
-			t.Fatalf("read request %d, want 3", seq)
+		c.WriteResponse(&rpc.Response{Seq: seqs[1]}, nil)
+		if seq := <-done; slices.Contains(seqs, seq) {
+			t.Fatalf("the fourth request was numbered %d, as an earlier one (%v)", seq, seqs)
+		}
+		if !slices.Equal(inner.replied, []uint64{7, 7, 7}) {
+			t.Fatalf("replies went out numbered %v, want the client's 7 each", inner.replied)
 		}
 	})
 }
