@@ -28,7 +28,8 @@
 //
 // GetTask's finished argument is the task the trainer just completed, or the
 // zero Task (Epoch 0) when it has none: one round trip reports a finish and
-// fetches the next task. TaskFinished and TaskFailed set *reply to one of the
+// fetches the next task. Every Task a trainer sends carries its name in
+// Trainer (optional), so that the master can show per-trainer figures. TaskFinished and TaskFailed set *reply to one of the
 // Report values.
 package wire
 
@@ -36,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -63,6 +65,51 @@ type Task struct {
 	// Error says why the task failed; trainers set it with TaskFailed. The
 	// master keeps and logs at most MaxErrorBytes of it.
 	Error string
+	// Trainer names the trainer making the call (GetTask, TaskFinished,
+	// TaskFailed), for the master's per-trainer figures: its metrics, its
+	// status page and its log. Optional: a trainer that sends none shows
+	// as Unnamed. The master keeps at most MaxTrainerNameBytes of it, with
+	// control characters replaced (TrainerName).
+	Trainer string
+}
+
+// Unnamed is the name the master shows for a trainer that sends none.
+const Unnamed = "unnamed"
+
+// MaxTrainerNameBytes is how much of a trainer's name the master keeps.
+const MaxTrainerNameBytes = 128
+
+// TrainerName returns the name the master keeps for a trainer that sent
+// name: Unnamed for an empty one, else the name cut to MaxTrainerNameBytes
+// at a UTF-8 boundary, with invalid UTF-8 and control characters replaced
+// by '?', so that it is safe in a log line, a metric label and a page.
+func TrainerName(name string) string {
+	if name == "" {
+		return Unnamed
+	}
+	if len(name) > MaxTrainerNameBytes {
+		cut := MaxTrainerNameBytes
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut]
+	}
+	clean := true
+	for _, r := range name {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, name)
 }
 
 // MaxErrorBytes is how much of a failure reason (Task.Error) the master

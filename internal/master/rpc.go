@@ -38,10 +38,11 @@ func (r *rpcService) ReportDataset(paths []string, reply *int) error {
 type TaskReport struct {
 	Index, Epoch, Pass int
 	Error              string
+	Trainer            string
 }
 
 func (t TaskReport) task() wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error}
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: t.Trainer}
 }
 
 func (r *rpcService) GetTask(finished TaskReport, reply *wire.Task) error {
