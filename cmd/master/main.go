@@ -31,6 +31,7 @@ import (
 	"github.com/namsral/flag"
 	"github.com/sirupsen/logrus"
 
+	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/leader"
@@ -51,6 +52,8 @@ type options struct {
 	queue         taskqueue.Config
 	logLevel      string
 	port          portOptions // the trainer port's limits and locks
+	httpAddr      string      // the side door: metrics, probes, status page
+	httpAdvertise string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -60,6 +63,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.String(flag.DefaultConfigFlagname, "", "read flags from this `file` (lines of: flag value)")
 	fs.StringVar(&o.addr, "addr", ":8080", "listen `address` for trainers (net/rpc over TCP, in TLS with -tls-cert) while leading; the default takes every interface")
 	fs.StringVar(&o.advertise, "advertise", "", "`address` published for trainers (default: -addr when it names a host, else the host name and port)")
+	fs.StringVar(&o.httpAddr, "http-addr", "", "listen `address` of the status page, /metrics (Prometheus), /healthz and /readyz, on every master (standbys too); off when empty")
+	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`address` of the status page written in this master's lock key, for `master watch` and the other masters' pages (default: -http-addr when it names a host, else the host name and port)")
 	o.port.register(fs)
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of every etcd key of this job, so several jobs share one etcd")
@@ -159,6 +164,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	o.port.logExposure(log, o.addr)
 	o.logDataset(log)
+	door, err := openDoor(&o)
+	if err != nil {
+		return fmt.Errorf("-http-addr: %w", err)
+	}
+	door.serve(ctx, &o, port, log)
+	scfg.Observer = door.mon
 	if len(o.etcd.Endpoints) == 0 {
 		stopEtcd, err := startEmbedded(ctx, &o, log)
 		if err != nil {
@@ -171,10 +182,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cli.Close()
+	door.cli.Store(cli)
 	log.WithField("endpoints", o.etcd.Endpoints).Info("connected to etcd")
+	candidate := discovery.ThisProcess(door.addr)
 	return leader.Run(ctx, leader.Config{
 		Client: cli, Namespace: o.namespace, TTL: o.ttl, Addr: o.addr, Advertise: o.advertise,
-		Service: scfg, Log: log, Server: port,
+		Service: scfg, Log: log, Server: port, Candidate: &candidate, Term: door.mon.Leading,
 	})
 }
 
@@ -277,6 +290,8 @@ func (p *portOptions) exposureWarnings(addr string) []string {
 	}
 	return nil
 }
+
+var errNotConnected = errors.New("not connected to etcd yet")
 
 func isLoopback(host string) bool {
 	if host == "localhost" {

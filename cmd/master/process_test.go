@@ -46,10 +46,14 @@ type proc struct {
 	mu      sync.Mutex
 	log     strings.Builder
 	serving chan string // the published address, each time it starts serving
+	door    chan string // the status page's URL, once its port is open (-http-addr)
 	exited  chan struct{}
 }
 
-var servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" ]+)`)
+var (
+	servingRE = regexp.MustCompile(`msg="leading: serving trainers" addr="?([^" ]+)`)
+	doorRE    = regexp.MustCompile(`msg="status page, [^"]*" .*url="?([^" ]+)`)
+)
 
 func startMaster(t *testing.T, args ...string) *proc {
 	t.Helper()
@@ -61,7 +65,7 @@ func startMaster(t *testing.T, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{t: t, cmd: cmd, serving: make(chan string, 4), exited: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, serving: make(chan string, 4), door: make(chan string, 1), exited: make(chan struct{})}
 	go func() {
 		defer close(p.exited)
 		lines := bufio.NewScanner(stderr)
@@ -71,6 +75,9 @@ func startMaster(t *testing.T, args ...string) *proc {
 			p.mu.Unlock()
 			if m := servingRE.FindStringSubmatch(lines.Text()); m != nil {
 				p.serving <- m[1]
+			}
+			if m := doorRE.FindStringSubmatch(lines.Text()); m != nil {
+				p.door <- m[1]
 			}
 		}
 		cmd.Wait()
@@ -134,6 +141,21 @@ func (p *proc) awaitServing(limit time.Duration) string {
 		p.t.Fatal("master exited before serving")
 	case <-time.After(limit):
 		p.t.Fatalf("master not serving after %v", limit)
+	}
+	return ""
+}
+
+// awaitDoor waits for the process to open its status page, and returns
+// the page's URL.
+func (p *proc) awaitDoor(limit time.Duration) string {
+	p.t.Helper()
+	select {
+	case url := <-p.door:
+		return url
+	case <-p.exited:
+		p.t.Fatal("master exited before opening its status page")
+	case <-time.After(limit):
+		p.t.Fatalf("no status page after %v", limit)
 	}
 	return ""
 }

@@ -2,7 +2,7 @@
 // through go/client, consumes their records and prints, for each pass, how
 // many records and bytes it consumed and their digest.
 //
-//	trainer (-addr HOST:PORT | -endpoints URL,... [-namespace NS]) [-dataset 'PATTERN,...'] [-json] [-prefetch N] [-v]
+//	trainer (-addr HOST:PORT | -endpoints URL,... [-namespace NS]) [-dataset 'PATTERN,...'] [-name NAME] [-json] [-prefetch N] [-v]
 //	        [-tls-ca FILE [-tls-cert FILE -tls-key FILE] [-tls-server-name NAME]] [-token-file FILE]
 //	        [-stall-task N | -stall-after N] [-fail-task N | -fail-after N]
 //
@@ -22,7 +22,9 @@
 // so that a script can check which tasks of which pass were consumed.
 //
 // -dataset reports comma-separated glob patterns to the master before
-// training (one trainer, or the operator, must). -stall-task N makes the
+// training (one trainer, or the operator, must). -name is the name the
+// trainer gives the master with every call, for its per-trainer figures
+// (client.Config.Name; default "hostname-pid"). -stall-task N makes the
 // trainer hang, until it is interrupted, on the first record of task N the
 // first time it gets it; -fail-task N makes it report task N failed the first
 // time it gets it: both demonstrate how the master recovers.
@@ -73,6 +75,7 @@ type options struct {
 	etcd       etcdconn.Options
 	namespace  string
 	dataset    []string
+	name       string
 	json       bool
 	prefetch   int
 	verbose    bool
@@ -131,6 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of the job's etcd keys (with -endpoints)")
 	fs.StringVar(&dataset, "dataset", "", "comma-separated glob patterns of RecordIO files to report as the dataset")
+	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
 	fs.BoolVar(&o.verbose, "v", false, "log the client's retries")
@@ -171,8 +175,9 @@ func (o options) resolver(ctx context.Context, log logrus.FieldLogger) (client.R
 	return discovery.NewResolver(cli, o.namespace), func() { cli.Close() }, nil
 }
 
-// config is the client's configuration: logs on stderr (warnings, or
-// everything with -v), TLS and the token, and the -fail-task hook.
+// config is the client's configuration: the name, logs on stderr
+// (warnings, or everything with -v), TLS and the token, and the -fail-task
+// hook.
 func (o options) config(stderr io.Writer) (client.Config, error) {
 	log := logrus.New()
 	log.SetOutput(stderr)
@@ -180,7 +185,7 @@ func (o options) config(stderr io.Writer) (client.Config, error) {
 	if o.verbose {
 		log.SetLevel(logrus.DebugLevel)
 	}
-	cfg := client.Config{Prefetch: o.prefetch, Log: log}
+	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Log: log}
 	if o.failTask >= 0 || o.failAfter > 0 {
 		cfg.Inject = o.failOnce()
 	}

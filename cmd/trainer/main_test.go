@@ -202,6 +202,43 @@ func TestStallTask(t *testing.T) {
 	f.checkPasses(t, results, 2)
 }
 
+// -name, or TRAINER_NAME, is the name every call of the trainer carries,
+// the finishes and failures of its Records loop included.
+func TestName(t *testing.T) {
+	for _, tc := range []struct{ name, flag, env string }{
+		{"flag", "gpu7-a", ""},
+		{"environment", "", "gpu7-b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, clienttest.Options{RequeueFailed: true})
+			args := []string{"-addr", f.m.Addr(), "-dataset", f.pattern, "-fail-task", "1"}
+			want := tc.flag
+			if tc.flag != "" {
+				args = append(args, "-name", tc.flag)
+			} else {
+				t.Setenv("TRAINER_NAME", tc.env)
+				want = tc.env
+			}
+			if r := runTrainer(context.Background(), args...); r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			methods := map[string]int{}
+			for _, e := range f.m.Events() {
+				if e.Method == "ReportDataset" {
+					continue
+				}
+				methods[e.Method]++
+				if e.Arg.Trainer != want {
+					t.Errorf("%s sent the name %q, want %q", e.Method, e.Arg.Trainer, want)
+				}
+			}
+			if methods["GetTask"] == 0 || methods["TaskFailed"] == 0 {
+				t.Errorf("calls made: %v, want GetTask and TaskFailed", methods)
+			}
+		})
+	}
+}
+
 func dispatched(m *clienttest.Master, task int) bool {
 	for _, e := range m.Events() {
 		if e.Method == "GetTask" && e.Err == "" && e.Reply.Index == task {

@@ -2,7 +2,9 @@ package client
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -52,6 +54,15 @@ type Config struct {
 	// error instead of retrying.
 	Token string
 
+	// Name is this trainer's name, sent with every task the client sends
+	// (wire.Task.Trainer: GetTask's finished, the zero Task included,
+	// TaskFinished and TaskFailed) so that the master can show per-trainer
+	// figures. Default: "hostname-pid", the host's name and the process's
+	// id (e.g. "gpu7-4242"). A name is cut to wire.MaxTrainerNameBytes at a
+	// UTF-8 boundary, with control characters replaced, as the master
+	// would (wire.TrainerName).
+	Name string
+
 	// Inject is for tests and demos of fault handling. When set, it is
 	// called (from the prefetch goroutine) with every task received, before
 	// its blocks are read; a non-nil error makes the client report the task
@@ -75,6 +86,10 @@ func (cfg Config) withDefaults() Config {
 	setDuration(&cfg.MaxBackoff, DefaultMaxBackoff)
 	setDuration(&cfg.DialTimeout, DefaultDialTimeout)
 	setDuration(&cfg.CallTimeout, DefaultCallTimeout)
+	if cfg.Name == "" {
+		cfg.Name = defaultName()
+	}
+	cfg.Name = wire.TrainerName(cfg.Name)
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
 	switch {
 	case cfg.Prefetch == 0:
@@ -89,6 +104,16 @@ func (cfg Config) withDefaults() Config {
 		cfg.Log = quiet
 	}
 	return cfg
+}
+
+// defaultName is the name of a trainer whose Config.Name is empty:
+// "hostname-pid" ("trainer-pid" when the host has no name).
+func defaultName() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "trainer"
+	}
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
 func setDuration(d *time.Duration, def time.Duration) {

@@ -42,6 +42,10 @@
 //     only fail again.
 //   - Finish and failure reports carry only the task's Index, Epoch and
 //     Pass (and the reason of a failure), never its blocks.
+//   - Every task the client sends (GetTask's finished, the zero Task
+//     included, TaskFinished and TaskFailed) carries the trainer's name,
+//     Config.Name (default "hostname-pid"), in wire.Task.Trainer, for the
+//     master's per-trainer figures.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine
 //     stops: nothing is left running.

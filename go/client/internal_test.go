@@ -13,11 +13,12 @@ func TestConfigDefaults(t *testing.T) {
 		want Config
 	}{
 		{"zero", Config{}, Config{MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff, Prefetch: DefaultPrefetch,
-			DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout}},
-		{"set", Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3},
-			Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3}},
+			DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout, Name: defaultName()}},
+		{"set", Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3, Name: "gpu7"},
+			Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3, Name: "gpu7"}},
 		{"no prefetch, max below min", Config{Prefetch: -1, MinBackoff: time.Minute},
-			Config{MinBackoff: time.Minute, MaxBackoff: time.Minute, Prefetch: 0, DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout}},
+			Config{MinBackoff: time.Minute, MaxBackoff: time.Minute, Prefetch: 0, DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout,
+				Name: defaultName()}},
 	} {
 		got := tc.in.withDefaults()
 		if got.Log == nil {

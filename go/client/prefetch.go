@@ -157,7 +157,7 @@ func (s *session) fail(ctx context.Context, t wire.Task, cause error) error {
 	}
 	log := s.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass)
 	log.WithError(cause).Warn("client: task failed")
-	_, err := s.c.TaskFailed(ctx, report(t), cause)
+	_, err := s.c.TaskFailed(ctx, t, cause)
 	switch {
 	case err == nil:
 		return nil
@@ -220,6 +220,6 @@ func (s *session) absorb() {
 // buffers free for the next task read.
 func (s *session) book(l *loaded) {
 	s.outstanding--
-	s.pending = append(s.pending, report(l.task))
+	s.pending = append(s.pending, s.c.report(l.task))
 	l.buf.release()
 }

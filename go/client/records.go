@@ -68,8 +68,8 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 	return true
 }
 
-// report is the part of a task that a finish or failure report needs: its
-// blocks need not travel back.
-func report(t wire.Task) wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass}
+// report is the part of a task that a finish or failure report needs, with
+// this trainer's name: its blocks need not travel back.
+func (c *Client) report(t wire.Task) wire.Task {
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Trainer: c.cfg.Name}
 }

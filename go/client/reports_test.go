@@ -3,6 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/trainmaster/master/go/client"
@@ -54,5 +57,71 @@ func TestReportsCarryNoBlocks(t *testing.T) {
 				t.Fatalf("%s sent the reason %q, want %q", tc.method, e.Arg.Error, wantErr)
 			}
 		})
+	}
+}
+
+// TestReportsCarryTheName: every task the client sends, the zero Task
+// GetTask sends when it has no finish to report included, carries
+// Config.Name as Trainer: "hostname-pid" by default, a longer name cut to
+// wire.MaxTrainerNameBytes at a UTF-8 boundary.
+func TestReportsCarryTheName(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "x" + strings.Repeat("é", wire.MaxTrainerNameBytes) // 2 bytes a rune: byte 128 is inside one
+	ctx := context.Background()
+	get := func(t *testing.T, c *client.Client) wire.Task {
+		task, err := c.GetTask(ctx, wire.Task{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	for _, name := range []struct{ name, set, want string }{
+		{"default", "", fmt.Sprintf("%s-%d", host, os.Getpid())},
+		{"set", "gpu7/worker 3", "gpu7/worker 3"},
+		{"too long", long, long[:wire.MaxTrainerNameBytes-1]},
+	} {
+		for _, tc := range []struct {
+			method string
+			finish bool // the call reports a task (Epoch set)
+			calls  func(t *testing.T, c *client.Client) error
+		}{
+			{"GetTask", false, func(t *testing.T, c *client.Client) error {
+				_, err := c.GetTask(ctx, wire.Task{})
+				return err
+			}},
+			{"GetTask", true, func(t *testing.T, c *client.Client) error {
+				_, err := c.GetTask(ctx, get(t, c))
+				return err
+			}},
+			{"TaskFinished", true, func(t *testing.T, c *client.Client) error {
+				_, err := c.TaskFinished(ctx, get(t, c))
+				return err
+			}},
+			{"TaskFailed", true, func(t *testing.T, c *client.Client) error {
+				_, err := c.TaskFailed(ctx, get(t, c), errors.New("disk on fire"))
+				return err
+			}},
+		} {
+			t.Run(fmt.Sprintf("%s/%s/finished=%v", name.name, tc.method, tc.finish), func(t *testing.T) {
+				cfg := fast
+				cfg.Name = name.set
+				h := setup(t, clienttest.Options{}, small, cfg)
+				if err := tc.calls(t, h.c); err != nil {
+					t.Fatal(err)
+				}
+				events := h.m.Events()
+				if e := events[len(events)-1]; e.Method != tc.method || (e.Arg.Epoch != 0) != tc.finish {
+					t.Fatalf("last call %s with %+v, want %s reporting a task: %v", e.Method, e.Arg, tc.method, tc.finish)
+				}
+				for _, e := range events[1:] { // after ReportDataset
+					if e.Arg.Trainer != name.want {
+						t.Errorf("%s sent the name %q, want %q", e.Method, e.Arg.Trainer, name.want)
+					}
+				}
+			})
+		}
 	}
 }

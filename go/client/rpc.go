@@ -21,27 +21,27 @@ func (c *Client) ReportDataset(ctx context.Context, paths []string) error {
 // GetTask reports finished (the zero Task for none) and fetches the next
 // task, in one round trip. Records does this itself; GetTask is for programs
 // that manage tasks on their own. Of finished only Index, Epoch and Pass
-// are sent: the master needs no more, and the blocks would make the request
-// as large as the task.
+// are sent, with Config.Name as Trainer (for the zero Task too): the master
+// needs no more, and the blocks would make the request as large as the task.
 func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	var t wire.Task
-	err := c.call(ctx, "GetTask", report(finished), &t)
+	err := c.call(ctx, "GetTask", c.report(finished), &t)
 	return t, err
 }
 
 // TaskFinished reports that every record of task was consumed; only its
-// Index, Epoch and Pass are sent.
+// Index, Epoch and Pass are sent, with Config.Name as Trainer.
 func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report, error) {
 	var r int
-	err := c.call(ctx, "TaskFinished", report(task), &r)
+	err := c.call(ctx, "TaskFinished", c.report(task), &r)
 	return wire.Report(r), err
 }
 
 // TaskFailed reports that task cannot be processed, with reason's text cut
 // to wire.MaxErrorBytes (all the master keeps); only its Index, Epoch and
-// Pass are sent with the reason.
+// Pass are sent with the reason, and Config.Name as Trainer.
 func (c *Client) TaskFailed(ctx context.Context, task wire.Task, reason error) (wire.Report, error) {
-	failed := report(task)
+	failed := c.report(task)
 	failed.Error = wire.CutReason(reason.Error())
 	var r int
 	err := c.call(ctx, "TaskFailed", failed, &r)

@@ -70,7 +70,7 @@ type Task struct {
 	// status page and its log. Optional: a trainer that sends none shows
 	// as Unnamed. The master keeps at most MaxTrainerNameBytes of it, with
 	// control characters replaced (TrainerName).
-	Trainer string
+	Trainer string `json:",omitempty"`
 }
 
 // Unnamed is the name the master shows for a trainer that sends none.

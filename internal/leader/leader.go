@@ -53,6 +53,12 @@ type Config struct {
 	// Listen, if set, opens the trainer port instead of net.Listen("tcp",
 	// addr): for listeners handed over by a supervisor, and for tests.
 	Listen func(addr string) (net.Listener, error)
+	// Candidate is what this process writes in its lock key (who it is,
+	// where its status page is); default discovery.ThisProcess("").
+	Candidate *discovery.Candidate
+	// Term, if set, is called with the term's service once it serves, and
+	// with nil when the term ends (for the status page and metrics).
+	Term func(*master.Service)
 }
 
 // ErrRefused wraps errors that no new term can fix, such as a stored state
@@ -91,7 +97,11 @@ func term(ctx context.Context, cfg Config) error {
 	}
 	defer session.Close()
 	cfg.Log.WithField("lease", fmt.Sprintf("%x", session.Lease())).Info("standing by: campaigning for the master lock")
-	lead, err := election.Campaign(ctx, session, discovery.LockPrefix(cfg.Namespace), hostname())
+	candidate := discovery.ThisProcess("")
+	if cfg.Candidate != nil {
+		candidate = *cfg.Candidate
+	}
+	lead, err := election.Campaign(ctx, session, discovery.LockPrefix(cfg.Namespace), candidate.Value())
 	if err != nil {
 		return err
 	}
@@ -100,7 +110,7 @@ func term(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("%w: listen on %s: %v", ErrRefused, cfg.Addr, err)
 	}
 	defer lis.Close()
-	addr := advertised(cfg.Advertise, cfg.Addr, lis.Addr())
+	addr := Advertised(cfg.Advertise, cfg.Addr, lis.Addr())
 	if err := publish(ctx, cfg, lead, addr); err != nil {
 		return err
 	}
@@ -138,6 +148,10 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	go func() { served <- srv.Serve(lis) }()
 	defer srv.Close()
 	cfg.Log.WithFields(logrus.Fields{"addr": addr, "key": lead.Key, "rev": lead.Rev}).Info("leading: serving trainers")
+	if cfg.Term != nil {
+		cfg.Term(svc)
+		defer cfg.Term(nil)
+	}
 	if cfg.Serving != nil {
 		cfg.Serving(addr)
 	}
@@ -208,10 +222,10 @@ func publish(ctx context.Context, cfg Config, lead *election.Leadership, addr st
 	return nil
 }
 
-// advertised is the address to publish: -advertise when given, else the
-// listen address when it names a host, else the host name; with the port
-// actually bound.
-func advertised(advertise, listen string, bound net.Addr) string {
+// Advertised is the address to publish for a listener bound at bound:
+// advertise when given, else the listen address when it names a host, else
+// the host name; with the port actually bound.
+func Advertised(advertise, listen string, bound net.Addr) string {
 	if advertise != "" {
 		return advertise
 	}

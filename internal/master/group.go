@@ -175,7 +175,10 @@ func (s *Service) stopCommitting() {
 func (s *Service) storeCommit(ch taskqueue.Change) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	return errors.WithMessage(s.cfg.Store.Commit(ctx, ch), "master: commit queue change")
+	start := s.cfg.Clock.Now()
+	err := s.cfg.Store.Commit(ctx, ch)
+	s.cfg.Observer.Committed(s.cfg.Clock.Now().Sub(start), len(ch.Records), err)
+	return errors.WithMessage(err, "master: commit queue change")
 }
 
 // failGroups fails every queued group. Called with s.mu held.

@@ -48,10 +48,10 @@ func TestJSONSession(t *testing.T) {
 	s, _ := newService(t, Config{ChunksPerTask: 1})
 	addr := startServer(t, s)
 	replies := jsonSession(t, addr,
-		`{"method":"Master.GetTask","params":[{"Index":0,"Epoch":0,"Pass":0}],"id":1}`,
+		`{"method":"Master.GetTask","params":[{"Index":0,"Epoch":0,"Pass":0,"Trainer":"gpu7-4242"}],"id":1}`,
 		fmt.Sprintf(`{"method":"Master.ReportDataset","params":[[%q]],"id":2}`, pattern),
-		`{"method":"Master.GetTask","params":[{}],"id":3}`,
-		`{"method":"Master.TaskFinished","params":[{"Index":0,"Epoch":1,"Pass":0,"Blocks":[{},{},{}]}],"id":4}`,
+		`{"method":"Master.GetTask","params":[{"Trainer":"gpu7-4242"}],"id":3}`,
+		`{"method":"Master.TaskFinished","params":[{"Index":0,"Epoch":1,"Pass":0,"Blocks":[{},{},{}],"Trainer":"gpu7-4242"}],"id":4}`,
 		`{"method":"Master.TaskFailed","params":[{"Index":1,"Epoch":1,"Pass":0,"Error":"cannot read"}],"id":5}`,
 		`{"method":"Master.Status","params":[0],"id":6}`,
 	)

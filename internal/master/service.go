@@ -39,6 +39,9 @@ type Config struct {
 	// Lost is called, once and from its own goroutine, when the Store
 	// reports ErrLeadershipLost: the service has already stopped answering.
 	Lost func(error)
+	// Observer is told what the service does (metrics, status page);
+	// default: nothing is told.
+	Observer Observer
 }
 
 // ErrLeadershipLost is what a Store wraps when it rejects a write because this
@@ -100,6 +103,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.GroupRecords <= 0 {
 		cfg.GroupRecords = DefaultGroupRecords
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
 	}
 	if _, err := taskqueue.New(cfg.Queue, 1, func(int) int64 { return 1 }); err != nil {
 		return nil, err // the queue configuration is checked up front
@@ -292,11 +298,32 @@ func (s *Service) saveDataset(ctx context.Context, ds *dataset.Dataset, q *taskq
 // GetTask records the finish it carries, if any, then hands out a task;
 // both changes are committed together before it replies.
 func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
+	start := s.called(&finished)
+	task, err := s.getTaskDurable(ctx, finished)
+	s.cfg.Observer.GetTaskServed(s.cfg.Clock.Now().Sub(start), err)
+	return task, err
+}
+
+func (s *Service) getTaskDurable(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	op, task, err := s.getTask(ctx, finished)
 	if werr := s.complete(op); werr != nil {
 		return wire.Task{}, werr
 	}
 	return task, err
+}
+
+// called tells the Observer of a call from the trainer t names, replacing
+// that name by the one the master keeps, and returns the call's start.
+func (s *Service) called(t *wire.Task) time.Time {
+	now := s.cfg.Clock.Now()
+	t.Trainer = wire.TrainerName(t.Trainer)
+	s.cfg.Observer.Called(t.Trainer, now)
+	return now
+}
+
+// event describes task i for the Observer. Called with s.mu held.
+func (s *Service) event(i, epoch int, at time.Time) TaskEvent {
+	return TaskEvent{Index: i, Pass: s.q.Pass(), Epoch: epoch, Records: s.ds.TaskRecords(i), At: at}
 }
 
 // getTask makes GetTask's changes in memory and queues them for commit.
@@ -315,17 +342,18 @@ func (s *Service) getTask(ctx context.Context, finished wire.Task) (op, wire.Tas
 		}
 		ch, logs = fch, append(logs, log)
 	}
-	task, dch, log, err := s.dispatch()
+	task, dch, log, err := s.dispatch(finished.Trainer)
 	if err == nil {
 		ch, logs = ch.Merge(dch), append(logs, log)
 	}
 	return s.queue(ch, logs...), task, err
 }
 
-// dispatch hands out a task in memory; it returns the reply, the change and
-// what to log once the change is durable.
-func (s *Service) dispatch() (wire.Task, taskqueue.Change, func(), error) {
-	task, epoch, ch, err := s.q.Dispatch(s.cfg.Clock.Now())
+// dispatch hands out a task to trainer in memory; it returns the reply, the
+// change and what to log once the change is durable.
+func (s *Service) dispatch(trainer string) (wire.Task, taskqueue.Change, func(), error) {
+	now := s.cfg.Clock.Now()
+	task, epoch, ch, err := s.q.Dispatch(now)
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
 		return wire.Task{}, ch, nil, wire.ErrNoTask
@@ -335,27 +363,33 @@ func (s *Service) dispatch() (wire.Task, taskqueue.Change, func(), error) {
 		return wire.Task{}, ch, nil, err
 	}
 	e := s.q.Entry(task)
-	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(),
+	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(), "trainer": trainer,
 		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
 	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task)}
-	return reply, ch, func() { s.cfg.Log.WithFields(fields).Debug("task dispatched") }, nil
+	ev := s.event(task, epoch, now)
+	return reply, ch, func() {
+		s.cfg.Log.WithFields(fields).Debug("task dispatched")
+		s.cfg.Observer.Dispatched(trainer, ev)
+	}, nil
 }
 
 // TaskFinished records a finish report.
 func (s *Service) TaskFinished(ctx context.Context, t wire.Task) (wire.Report, error) {
+	s.called(&t)
 	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) { return s.finish(t) })
 }
 
 // TaskFailed records a failure report; the reason is kept and logged cut
 // to wire.MaxErrorBytes.
 func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, error) {
+	s.called(&t)
 	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
 		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
 		if err != nil || rep != wire.Recorded {
-			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "reason": wire.CutReason(t.Error)}
+			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer, "reason": wire.CutReason(t.Error)}
 			return rep, ch, func() { s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep) }, err
 		}
-		return rep, ch, s.changeLog(ch, "task failed"), nil
+		return rep, ch, s.changeLog(ch, t.Trainer, CauseFailed), nil
 	})
 }
 
@@ -389,14 +423,17 @@ func (s *Service) reportChange(ctx context.Context, change func() (wire.Report, 
 // finish records a finish report in memory; it returns the report, the
 // change and what to log once the change is durable.
 func (s *Service) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), error) {
-	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, s.cfg.Clock.Now())
-	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass}
+	now := s.cfg.Clock.Now()
+	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, now)
+	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer}
 	if err != nil || rep != wire.Recorded {
 		return rep, ch, func() { s.cfg.Log.WithFields(fields).Debugf("finish report ignored: %v", rep) }, err
 	}
+	ev := TaskEvent{Index: t.Index, Pass: t.Pass, Epoch: t.Epoch, Records: s.ds.TaskRecords(t.Index), At: now}
 	pass := s.passLog(ch)
 	return rep, ch, func() {
 		s.cfg.Log.WithFields(fields).Debug("task finished")
+		s.cfg.Observer.Finished(t.Trainer, ev)
 		pass()
 	}, nil
 }
@@ -425,7 +462,7 @@ func (s *Service) expireChange() (op, bool) {
 		s.rearm()
 		return op{}, false
 	}
-	return s.queue(ch, s.changeLog(ch, "task timed out")), true
+	return s.queue(ch, s.changeLog(ch, "", CauseTimedOut)), true
 }
 
 // storeFailed handles a failed Store write: after a lost leadership the
@@ -484,18 +521,31 @@ func (s *Service) rearm() {
 	}
 }
 
-// changeLog returns what to log once a change that sent tasks back to Todo
-// or discarded them is durable; it reads the state now, under s.mu.
-func (s *Service) changeLog(ch taskqueue.Change, what string) func() {
+// changeLog returns what to log, and tell the Observer, once a change that
+// sent tasks back to Todo or discarded them is durable, after a failure
+// reported by trainer or a timeout; it reads the state now, under s.mu.
+func (s *Service) changeLog(ch taskqueue.Change, trainer string, cause RetryCause) func() {
 	var logs []func()
+	now := s.cfg.Clock.Now()
 	for _, r := range ch.Records {
 		fields := logrus.Fields{"task": r.Index, "pass": r.Pass, "timeouts": r.Timeouts, "reason": r.Error}
-		if r.Queue == taskqueue.Failed {
+		if trainer != "" {
+			fields["trainer"] = trainer
+		}
+		ev := s.event(r.Index, r.Epoch, now)
+		ev.Pass, ev.Timeouts, ev.Reason, ev.Discarded = r.Pass, r.Timeouts, r.Error, r.Queue == taskqueue.Failed
+		if ev.Discarded {
 			fields["blocks"] = s.ds.Blocks(r.Index)
-			logs = append(logs, func() { s.cfg.Log.WithFields(fields).Warnf("%s too often; discarded for this pass", what) })
+			logs = append(logs, func() {
+				s.cfg.Log.WithFields(fields).Warnf("task %s too often; discarded for this pass", cause)
+				s.cfg.Observer.Retried(trainer, ev, cause)
+			})
 			continue
 		}
-		logs = append(logs, func() { s.cfg.Log.WithFields(fields).Infof("%s; back in todo", what) })
+		logs = append(logs, func() {
+			s.cfg.Log.WithFields(fields).Infof("task %s; back in todo", cause)
+			s.cfg.Observer.Retried(trainer, ev, cause)
+		})
 	}
 	logs = append(logs, s.passLog(ch))
 	return func() {

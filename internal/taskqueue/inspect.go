@@ -27,9 +27,15 @@ func (q *Queues) DoneRecords() int64 { return q.doneRecs }
 func (q *Queues) Entry(task int) Entry { return q.entry(task) }
 
 // Tasks returns the tasks in a queue, in task order.
-func (q *Queues) Tasks(queue Queue) []Record {
+func (q *Queues) Tasks(queue Queue) []Record { return q.FirstTasks(queue, len(q.entries)) }
+
+// FirstTasks returns the first n tasks in a queue, in task order.
+func (q *Queues) FirstTasks(queue Queue, n int) []Record {
 	var out []Record
 	for i := range q.entries {
+		if len(out) >= n || q.counts[queue] == len(out) {
+			break
+		}
 		if e := q.entry(i); e.Queue == queue {
 			out = append(out, Record{Index: i, Entry: e})
 		}

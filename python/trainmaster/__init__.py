@@ -33,14 +33,15 @@ __all__ = [
 
 def records(*, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
             dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
-            tls: Optional[ssl.SSLContext] = None, prefetch: int = 1) -> Iterator[Record]:
+            tls: Optional[ssl.SSLContext] = None, prefetch: int = 1, name: Optional[str] = None) -> Iterator[Record]:
     """Yields every record the master hands this trainer, until all passes
     are done. The master is found at addr, or through etcd at endpoints
-    (NS/master/addr); dataset, if given, is reported first."""
+    (NS/master/addr); dataset, if given, is reported first. name is the
+    trainer's name the master shows (default "hostname-pid")."""
     if (addr is None) == (endpoints is None):
         raise ValueError("give either addr or endpoints")
     resolver = addr if addr is not None else EtcdResolver(endpoints or [], namespace)
-    with Client(resolver, token=token, tls=tls, prefetch=prefetch) as c:
+    with Client(resolver, token=token, tls=tls, prefetch=prefetch, name=name) as c:
         if dataset:
             c.report_dataset(dataset)
         yield from c.records()

@@ -3,11 +3,13 @@
     python -m trainmaster stat FILE...
     python -m trainmaster cat FILE...          # one record a line, as Python bytes literals
     python -m trainmaster train (--addr HOST:PORT | --endpoints URL,...) [--namespace NS]
-                                [--dataset 'PATTERN,...'] [--token-file FILE] [--json]
+                                [--dataset 'PATTERN,...'] [--name NAME] [--token-file FILE] [--json]
 
 train prints, for each pass, the records and bytes it consumed and their
 digest, as cmd/trainer does (the digests of several trainers add up to the
 dataset's): "pass 0: 1000 records, 24000 bytes, digest 3fa2c1d09e6b7a55".
+--name is the name it gives the master, for its per-trainer figures
+(default "hostname-pid").
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _train(args: argparse.Namespace) -> int:
     resolver = args.addr if args.addr else EtcdResolver(args.endpoints.split(","), args.namespace)
     digests: Dict[int, Digest] = {}
     task = Digest()
-    with Client(resolver, token=token, min_backoff=0.02, max_backoff=0.5) as c:
+    with Client(resolver, token=token, min_backoff=0.02, max_backoff=0.5, name=args.name) as c:
         if args.dataset:
             c.report_dataset(args.dataset.split(","))
         for rec in c.records():
@@ -73,6 +75,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     where.add_argument("--endpoints", help="etcd URLs, comma-separated: the master's address is read there")
     train.add_argument("--namespace", default="", help="the job's etcd key prefix")
     train.add_argument("--dataset", help="comma-separated RecordIO glob patterns to report first")
+    train.add_argument("--name", help="the trainer's name the master shows (default hostname-pid)")
     train.add_argument("--token-file", help="file holding the master's token")
     train.add_argument("--json", action="store_true", help="print JSON lines, one per task and per pass")
     args = parser.parse_args(argv)

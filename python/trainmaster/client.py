@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import os
 import queue
 import random
+import socket
 import ssl
 import threading
 import time
@@ -22,12 +24,15 @@ from . import recordio
 from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing
 from .rpc import Connection
 
-__all__ = ["Client", "Record", "MAX_ERROR_BYTES"]
+__all__ = ["Client", "Record", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES"]
 
 log = logging.getLogger("trainmaster")
 
 # The most of a failure reason the master keeps (go/wire.MaxErrorBytes).
 MAX_ERROR_BYTES = 1024
+
+# The most of a trainer's name the master keeps (go/wire.MaxTrainerNameBytes).
+MAX_TRAINER_NAME_BYTES = 128
 
 Task = Dict[str, Any]
 
@@ -42,29 +47,42 @@ class Record(NamedTuple):
     last: bool
 
 
+def _cut(raw: bytes, limit: int) -> str:
+    """The first limit bytes of UTF-8 text, cut at a character boundary."""
+    return raw[:limit].decode(errors="ignore")
+
+
 def cut_reason(reason: str) -> str:
     """A failure reason cut to MAX_ERROR_BYTES, as go/wire.CutReason does."""
     raw = reason.encode()
     if len(raw) <= MAX_ERROR_BYTES:
         return reason
-    cut = raw[:MAX_ERROR_BYTES].decode(errors="ignore")
-    return f"{cut}... ({len(raw)} bytes, cut to {MAX_ERROR_BYTES})"
+    return f"{_cut(raw, MAX_ERROR_BYTES)}... ({len(raw)} bytes, cut to {MAX_ERROR_BYTES})"
 
 
-def _report(task: Task) -> Task:
-    """What is sent back of a task: its identity, never its blocks."""
-    return {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"]}
+def trainer_name(name: Optional[str] = None) -> str:
+    """The name a trainer sends with every task (wire.Task.Trainer): name,
+    or by default "hostname-pid" (a DataLoader worker, a process of its own,
+    has a name of its own), cut to MAX_TRAINER_NAME_BYTES at a UTF-8
+    boundary. The master replaces control characters, if any."""
+    if not name:
+        name = f"{socket.gethostname()}-{os.getpid()}"
+    return _cut(name.encode(errors="replace"), MAX_TRAINER_NAME_BYTES)
 
 
 class Client:
     """Talks to the master for one trainer. resolver is the master's
     address ("host:port") or a callable returning it (discovery.EtcdResolver).
+    name is the trainer's name, sent with every task for the master's
+    per-trainer figures (default "hostname-pid"; see trainer_name).
     Safe to use from several threads; one connection, shared."""
 
     def __init__(self, resolver: Union[str, Callable[[], str]], *, token: Optional[str] = None,
                  tls: Optional[ssl.SSLContext] = None, server_name: Optional[str] = None, prefetch: int = 1,
-                 min_backoff: float = 0.1, max_backoff: float = 5.0, call_timeout: float = 30.0) -> None:
+                 min_backoff: float = 0.1, max_backoff: float = 5.0, call_timeout: float = 30.0,
+                 name: Optional[str] = None) -> None:
         self._resolve = resolver if callable(resolver) else (lambda: resolver)
+        self.name = trainer_name(name)
         self._token, self._tls, self._server_name = token, tls, server_name
         self.prefetch = max(prefetch, 1)
         self.min_backoff, self.max_backoff = min_backoff, max(max_backoff, min_backoff)
@@ -85,17 +103,22 @@ class Client:
     def get_task(self) -> Task:
         """Takes a task: a dict with Index, Epoch, Pass and Blocks. Raises
         NoTask when every task of the pass is out, AllDone at the end."""
-        return self._call("GetTask", {})
+        return self._call("GetTask", {"Trainer": self.name})
 
     def task_finished(self, task: Task) -> int:
         """Reports every record of task consumed; returns the report code."""
-        return self._call("TaskFinished", _report(task))
+        return self._call("TaskFinished", self._report(task))
 
     def task_failed(self, task: Task, reason: str) -> int:
         """Reports task failed, with reason cut to MAX_ERROR_BYTES."""
-        failed = _report(task)
+        failed = self._report(task)
         failed["Error"] = cut_reason(reason)
         return self._call("TaskFailed", failed)
+
+    def _report(self, task: Task) -> Task:
+        """What is sent back of a task: its identity, never its blocks, and
+        this trainer's name."""
+        return {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"], "Trainer": self.name}
 
     def status(self) -> Dict[str, Any]:
         """The master's progress (wire.Status as a dict)."""

@@ -27,22 +27,26 @@ __all__ = ["TaskDataset"]
 class TaskDataset(torch.utils.data.IterableDataset):
     """Yields transform(record) for every record the master hands this
     process, until all passes are done. The master is at addr, or found
-    through etcd at endpoints; dataset, if given, is reported first."""
+    through etcd at endpoints; dataset, if given, is reported first. name is
+    the trainer's name the master shows, default "hostname-pid": each
+    DataLoader worker, a process of its own, is then a trainer of its own
+    name (a name given is shared by the workers)."""
 
     def __init__(self, *, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
                  dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
-                 transform: Optional[Callable[[bytes], Any]] = None, prefetch: int = 1) -> None:
+                 transform: Optional[Callable[[bytes], Any]] = None, prefetch: int = 1,
+                 name: Optional[str] = None) -> None:
         super().__init__()
         if (addr is None) == (endpoints is None):
             raise ValueError("give either addr or endpoints")
         self.addr, self.endpoints, self.namespace = addr, list(endpoints or []), namespace
         self.dataset = list(dataset) if dataset else None
-        self.token, self.transform, self.prefetch = token, transform, prefetch
+        self.token, self.transform, self.prefetch, self.name = token, transform, prefetch, name
 
     def __iter__(self) -> Iterator[Any]:
         # Runs in each DataLoader worker: a client made here is that worker's.
         resolver = self.addr if self.addr is not None else EtcdResolver(self.endpoints, self.namespace)
-        with Client(resolver, token=self.token, prefetch=self.prefetch) as c:
+        with Client(resolver, token=self.token, prefetch=self.prefetch, name=self.name) as c:
             if self.dataset:
                 c.report_dataset(self.dataset)
             # The main process asks the workers for batches in turn: a worker

@@ -1,0 +1,113 @@
+package master
+
+import (
+	"time"
+
+	"github.com/trainmaster/master/internal/taskqueue"
+)
+
+// Observer is told what the service does, for its metrics and status page
+// (package monitor). Every call describes a change that is already durable
+// (or, for Called and GetTaskServed, a call that was made), comes outside
+// the service's lock, and may come from several goroutines at once: an
+// Observer must be safe for concurrent use and must not block.
+//
+// Trainer names are what the trainer sent, passed through wire.TrainerName.
+type Observer interface {
+	// Called: a trainer made a call carrying its name (GetTask,
+	// TaskFinished, TaskFailed), at its start.
+	Called(trainer string, at time.Time)
+	// Dispatched: the task was handed to the trainer.
+	Dispatched(trainer string, t TaskEvent)
+	// Finished: the trainer's finish report was recorded.
+	Finished(trainer string, t TaskEvent)
+	// Retried: the task went back to todo, or was discarded for its pass
+	// when Discarded is set: after a failure report from trainer, or after
+	// a timeout (trainer is then empty: the holder is whoever it was
+	// dispatched to).
+	Retried(trainer string, t TaskEvent, cause RetryCause)
+	// GetTaskServed: a GetTask call was answered after took, err being its
+	// answer (nil, wire.ErrNoTask, wire.ErrAllDone, ...).
+	GetTaskServed(took time.Duration, err error)
+	// Committed: a group of entries changes was committed to the Store, or
+	// failed to be (err; errors.Is(err, ErrLeadershipLost) for a fenced
+	// write the store rejected).
+	Committed(took time.Duration, entries int, err error)
+}
+
+// TaskEvent describes a task an Observer is told about.
+type TaskEvent struct {
+	Index, Pass, Epoch int
+	Records            int64     // records of the task
+	At                 time.Time // when it happened
+	Timeouts           int       // the task's timeouts and failures in the pass (Retried)
+	Discarded          bool      // Retried: discarded for its pass (-task-timeout-max)
+	Reason             string    // Retried: the failure reason, cut to wire.MaxErrorBytes
+}
+
+// RetryCause says why a task was sent back.
+type RetryCause int
+
+// The causes of Observer.Retried.
+const (
+	CauseFailed   RetryCause = 1 // a failure report
+	CauseTimedOut RetryCause = 2 // its deadline passed
+)
+
+func (c RetryCause) String() string {
+	if c == CauseFailed {
+		return "failed"
+	}
+	return "timed out"
+}
+
+// noObserver is the Observer of a service configured without one.
+type noObserver struct{}
+
+func (noObserver) Called(string, time.Time)              {}
+func (noObserver) Dispatched(string, TaskEvent)          {}
+func (noObserver) Finished(string, TaskEvent)            {}
+func (noObserver) Retried(string, TaskEvent, RetryCause) {}
+func (noObserver) GetTaskServed(time.Duration, error)    {}
+func (noObserver) Committed(time.Duration, int, error)   {}
+
+// JobState is what the status page and the metrics read of the service:
+// the queues as they are in memory, which may include a change still being
+// committed (Status, by contrast, waits for it).
+type JobState struct {
+	Patterns      []string
+	Files         int
+	Chunks        int
+	ChunksPerTask int
+	Tasks         int
+	Records       int64 // per pass
+	Pass, Passes  int   // Pass == Passes once all are done
+	AllDone       bool
+	Todo, Pending int
+	Done, Failed  int
+	RecordsDone   int64 // records of the tasks done in this pass
+	// Discarded are the first MaxShownDiscarded tasks of the Failed queue
+	// (discarded for this pass), in task order, with their last reason.
+	Discarded []taskqueue.Record
+}
+
+// MaxShownDiscarded bounds JobState.Discarded.
+const MaxShownDiscarded = 100
+
+// Job returns the job's state, or false when the service has no dataset or
+// is not serving.
+func (s *Service) Job() (JobState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.q == nil {
+		return JobState{}, false
+	}
+	return JobState{
+		Patterns: s.ds.Patterns, Files: len(s.ds.Files), Chunks: s.ds.NumChunks(), ChunksPerTask: s.ds.ChunksPerTask,
+		Tasks: s.q.NumTasks(), Records: s.ds.NumRecords(),
+		Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(),
+		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
+		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
+		RecordsDone: s.q.DoneRecords(), Discarded: s.q.FirstTasks(taskqueue.Failed, MaxShownDiscarded),
+	}, true
+}

@@ -1,0 +1,143 @@
+package monitor
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The metrics follow Prometheus' conventions: the trainmaster_ prefix,
+// base units, _total for counters, _seconds for durations. doc/operations.md
+// lists them.
+
+// metrics are the histograms the monitor feeds as it is told; the rest is
+// read from the monitor and the leading service at each scrape (collector).
+type metrics struct {
+	getTask   prometheus.Histogram
+	commit    prometheus.Histogram
+	groupSize prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		getTask: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainmaster_get_task_duration_seconds",
+			Help:    "Time to answer a GetTask call, its commit included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms to 4 s
+		}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainmaster_commit_duration_seconds",
+			Help:    "Time of one fenced commit of a group of queue changes to etcd.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "trainmaster_commit_group_entries",
+			Help:    "Task entries written by one commit (changes committed together).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100, 200},
+		}),
+	}
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	leaderDesc      = desc("trainmaster_leader", "1 while this master leads and serves trainers, 0 while it stands by.")
+	passDesc        = desc("trainmaster_pass", "The current pass, from 0; equals trainmaster_passes once all are done.")
+	passesDesc      = desc("trainmaster_passes", "Passes over the dataset the job makes.")
+	tasksDesc       = desc("trainmaster_tasks", "Tasks of the current pass in each queue.", "queue")
+	datasetTasks    = desc("trainmaster_dataset_tasks", "Tasks per pass.")
+	datasetRecords  = desc("trainmaster_dataset_records", "Records per pass.")
+	passRecordsDone = desc("trainmaster_pass_records_done", "Records of the tasks done in the current pass.")
+	recordsDesc     = desc("trainmaster_records_done_total", "Records of the tasks finished by trainers, while this process led.")
+	dispatchesDesc  = desc("trainmaster_dispatches_total", "Tasks handed to trainers.")
+	finishesDesc    = desc("trainmaster_finishes_total", "Finish reports recorded.")
+	failuresDesc    = desc("trainmaster_failures_total", "Failure reports that sent a task back to todo or discarded it.")
+	timeoutsDesc    = desc("trainmaster_timeouts_total", "Tasks whose timeout passed (sent back to todo or discarded).")
+	discardsDesc    = desc("trainmaster_discards_total", "Tasks discarded for their pass after too many timeouts and failures.")
+	rejectedDesc    = desc("trainmaster_fenced_writes_rejected_total", "Commits etcd rejected because this master no longer held the lock.")
+	trainersDesc    = desc("trainmaster_trainers", "Trainers this master tracks (seen lately or holding a task).")
+	trainerTasks    = desc("trainmaster_trainer_tasks_total", "Tasks the trainer finished since this master first saw it.", "trainer")
+	trainerRecords  = desc("trainmaster_trainer_records_total", "Records of the tasks the trainer finished since this master first saw it.", "trainer")
+	trainerRate     = desc("trainmaster_trainer_records_per_second", "Records per second the trainer finished over the last minute.", "trainer")
+	trainerFailures = desc("trainmaster_trainer_failures_total", "Failure reports of the trainer that sent a task back.", "trainer")
+	trainerTimeouts = desc("trainmaster_trainer_timeouts_total", "Tasks the trainer held that timed out.", "trainer")
+	trainerHolding  = desc("trainmaster_trainer_holding_tasks", "Tasks the trainer holds now.", "trainer")
+	trainerHeld     = desc("trainmaster_trainer_task_held_seconds", "How long the trainer has held its oldest task (0: none).", "trainer")
+	trainerLastSeen = desc("trainmaster_trainer_last_seen_timestamp_seconds", "When the trainer last called, in Unix seconds.", "trainer")
+	trainerStalled  = desc("trainmaster_trainer_stalled", "1 when the trainer is silent for longer than a task takes, or a task it held timed out since.", "trainer")
+)
+
+// collector is the Monitor seen as a prometheus.Collector.
+type collector Monitor
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	m := (*Monitor)(c)
+	m.metrics.getTask.Describe(ch)
+	m.metrics.commit.Describe(ch)
+	m.metrics.groupSize.Describe(ch)
+	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
+		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, discardsDesc, rejectedDesc,
+		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
+		trainerHeld, trainerLastSeen, trainerStalled} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	m := (*Monitor)(c)
+	m.metrics.getTask.Collect(ch)
+	m.metrics.commit.Collect(ch)
+	m.metrics.groupSize.Collect(ch)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	st, cn := m.status(m.cfg.MaxTrainers)
+	leading := 0.0
+	if st.Leading {
+		leading = 1
+	}
+	gauge(leaderDesc, leading)
+	if j := st.Job; j != nil {
+		gauge(passDesc, float64(j.Pass))
+		gauge(passesDesc, float64(j.Passes))
+		gauge(tasksDesc, float64(j.Todo), "todo")
+		gauge(tasksDesc, float64(j.Pending), "pending")
+		gauge(tasksDesc, float64(j.Done), "done")
+		gauge(tasksDesc, float64(j.Failed), "failed")
+		gauge(datasetTasks, float64(j.Tasks))
+		gauge(datasetRecords, float64(j.Records))
+		gauge(passRecordsDone, float64(j.RecordsDone))
+	}
+	counter(recordsDesc, float64(cn.records))
+	counter(dispatchesDesc, float64(cn.dispatches))
+	counter(finishesDesc, float64(cn.finishes))
+	counter(failuresDesc, float64(cn.failures))
+	counter(timeoutsDesc, float64(cn.timeouts))
+	counter(discardsDesc, float64(cn.discards))
+	counter(rejectedDesc, float64(cn.rejected))
+	gauge(trainersDesc, float64(st.TrainersTotal))
+	for _, t := range st.Trainers {
+		counter(trainerTasks, float64(t.TasksTotal), t.Name)
+		counter(trainerRecords, float64(t.RecordsTotal), t.Name)
+		gauge(trainerRate, t.RecordsPerSecond, t.Name)
+		counter(trainerFailures, float64(t.Failures), t.Name)
+		counter(trainerTimeouts, float64(t.Timeouts), t.Name)
+		gauge(trainerHolding, float64(t.Holding), t.Name)
+		held := 0.0
+		if t.Task != nil {
+			held = t.Task.HeldSeconds
+		}
+		gauge(trainerHeld, held, t.Name)
+		gauge(trainerLastSeen, float64(t.LastSeen.UnixMilli())/1000, t.Name)
+		stalled := 0.0
+		if t.Stalled {
+			stalled = 1
+		}
+		gauge(trainerStalled, stalled, t.Name)
+	}
+}

@@ -1,0 +1,278 @@
+// Package monitor keeps what a master shows of its job: per-trainer
+// figures, the rate of records over the last 30 minutes, the latest
+// failures and timeouts, and counters for Prometheus (metrics.go). It is a
+// master.Observer, told of every durable change; and it is told of each
+// term, so that it can read the leading service's queues when asked.
+//
+// What it promises: everything is in memory and bounded whatever trainers
+// send (at most Config.MaxTrainers trainers, least recently seen dropped
+// first, trainers silent for Config.ForgetAfter dropped; MaxEvents
+// events); nothing is written to etcd. After a failover the new leader's
+// monitor starts empty and fills as trainers call it; counters count what
+// this process did, from its start, across its terms.
+package monitor
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pkg/errors"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trainmaster/master/internal/master"
+)
+
+// Config configures a Monitor. Zero fields take the defaults.
+type Config struct {
+	Now         func() time.Time // default time.Now
+	MaxTrainers int              // default 1000
+	// ForgetAfter drops a trainer that has not called for this long and
+	// holds no task; default 10 minutes.
+	ForgetAfter time.Duration
+	// StallAfter is the shortest silence that marks a trainer stalled; it
+	// is raised to 3 times the mean time a task is held. Default 10 s.
+	StallAfter time.Duration
+}
+
+// Defaults and bounds.
+const (
+	DefaultMaxTrainers = 1000
+	DefaultForgetAfter = 10 * time.Minute
+	DefaultStallAfter  = 10 * time.Second
+	// MaxShownTrainers bounds Status.Trainers.
+	MaxShownTrainers = 200
+	// MaxEvents is how many events Status.Events keeps.
+	MaxEvents = 50
+	// The job's rate history: 180 slots of 10 s, 30 minutes.
+	historySlot  = 10 * time.Second
+	historySlots = 180
+)
+
+// Monitor implements master.Observer. Its methods are safe for concurrent
+// use and hold its lock only briefly; Status and the metrics read the
+// leading service's queues (master.Service.Job) outside it.
+type Monitor struct {
+	cfg     Config
+	metrics *metrics
+
+	mu       sync.Mutex
+	svc      *master.Service // the leading term's service; nil on a standby
+	trainers *trainers
+	history  window
+	born     time.Time // when the monitor was made: the rate history starts there
+	started  time.Time // when this process last started leading
+	events   []Event   // newest last, at most MaxEvents
+	counts   counts
+	held     meanHold
+}
+
+// counts are the monitor's counters, exported as Prometheus counters.
+type counts struct {
+	dispatches, finishes, records, failures, timeouts, discards, rejected int64
+}
+
+// meanHold is a moving mean of how long tasks are held, dispatch to finish.
+type meanHold struct {
+	mean float64 // seconds
+	n    int
+}
+
+func (m *meanHold) add(d time.Duration) {
+	const window = 100
+	m.n = min(m.n+1, window)
+	m.mean += (d.Seconds() - m.mean) / float64(m.n)
+}
+
+// New returns a Monitor.
+func New(cfg Config) *Monitor {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxTrainers <= 0 {
+		cfg.MaxTrainers = DefaultMaxTrainers
+	}
+	if cfg.ForgetAfter <= 0 {
+		cfg.ForgetAfter = DefaultForgetAfter
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = DefaultStallAfter
+	}
+	return &Monitor{cfg: cfg, metrics: newMetrics(), trainers: newTrainers(cfg.MaxTrainers),
+		history: newWindow(historySlot, historySlots), born: cfg.Now()}
+}
+
+// Leading tells the monitor that svc is this process's service for a new
+// term; Leading(nil) that the term ended and it stands by.
+func (m *Monitor) Leading(svc *master.Service) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.svc = svc
+	m.trainers.newTerm()
+	if svc != nil {
+		m.started = m.cfg.Now()
+	}
+}
+
+// service returns the leading service, nil on a standby.
+func (m *Monitor) service() *master.Service {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.svc
+}
+
+// Called implements master.Observer.
+func (m *Monitor) Called(name string, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.trainers.seen(name, at).timedOutSinceSeen = false
+}
+
+// Dispatched implements master.Observer.
+func (m *Monitor) Dispatched(name string, ev master.TaskEvent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.counts.dispatches++
+	m.trainers.hold(m.trainers.seen(name, ev.At), ev.Index, ev.Pass, ev.At)
+}
+
+// Finished implements master.Observer.
+func (m *Monitor) Finished(name string, ev master.TaskEvent) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.counts.finishes++
+	m.counts.records += ev.Records
+	m.history.add(ev.At, ev.Records)
+	if holder := m.trainers.holders[ev.Index]; holder != nil {
+		if h, ok := holder.held[ev.Index]; ok {
+			m.held.add(ev.At.Sub(h.since))
+		}
+	}
+	m.trainers.release(ev.Index)
+	m.trainers.seen(name, ev.At).finished(ev.Pass, ev.Records, ev.At)
+}
+
+// Retried implements master.Observer.
+func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCause) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	holder := m.trainers.release(ev.Index)
+	switch cause {
+	case master.CauseFailed:
+		m.counts.failures++
+		m.trainers.seen(name, ev.At).failures++
+	case master.CauseTimedOut:
+		m.counts.timeouts++
+		if holder != nil {
+			name = holder.name
+			holder.timeouts++
+			holder.timedOutSinceSeen = true
+		}
+	}
+	if ev.Discarded {
+		m.counts.discards++
+	}
+	if len(m.events) == MaxEvents {
+		m.events = slices.Delete(m.events, 0, 1)
+	}
+	m.events = append(m.events, Event{Time: ev.At.UTC(), Task: ev.Index, Pass: ev.Pass, Trainer: name,
+		Cause: cause.String(), Discarded: ev.Discarded, Reason: ev.Reason})
+}
+
+// GetTaskServed implements master.Observer.
+func (m *Monitor) GetTaskServed(took time.Duration, _ error) {
+	m.metrics.getTask.Observe(took.Seconds())
+}
+
+// Committed implements master.Observer.
+func (m *Monitor) Committed(took time.Duration, entries int, err error) {
+	m.metrics.commit.Observe(took.Seconds())
+	m.metrics.groupSize.Observe(float64(entries))
+	if errors.Is(err, master.ErrLeadershipLost) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.counts.rejected++
+	}
+}
+
+// Status returns what the status page shows, but for the masters (the
+// HTTP door adds them).
+func (m *Monitor) Status() Status {
+	st, _ := m.status(MaxShownTrainers)
+	return st
+}
+
+// status returns the status with at most shown trainers, and the counters.
+func (m *Monitor) status(shown int) (Status, counts) {
+	svc := m.service()
+	var job *master.JobState
+	if svc != nil {
+		if j, ok := svc.Job(); ok {
+			job = &j
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.cfg.Now()
+	st := Status{Time: now.UTC(), Leading: m.svc != nil, Rate: m.history.series(now, m.born)}
+	pass, running := 0, false
+	if job != nil {
+		st.Job = m.jobStatus(*job, now)
+		pass, running = job.Pass, !job.AllDone
+	}
+	all := m.trainerStatus(now, pass, running)
+	st.Trainers, st.TrainersTotal = all[:min(len(all), shown)], len(all)
+	st.Events = make([]Event, 0, len(m.events))
+	for i := len(m.events) - 1; i >= 0; i-- {
+		st.Events = append(st.Events, m.events[i])
+	}
+	return st, m.counts
+}
+
+// jobStatus turns the service's state into the page's. Called with m.mu
+// held.
+func (m *Monitor) jobStatus(j master.JobState, now time.Time) *JobStatus {
+	js := &JobStatus{
+		Dataset: j.Patterns, Files: j.Files, Chunks: j.Chunks, ChunksPerTask: j.ChunksPerTask, Tasks: j.Tasks,
+		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone,
+		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone,
+		RecordsPerSecond: m.history.rate(now, m.started, rateSpan),
+		Discarded:        []DiscardedTask{},
+	}
+	for _, r := range j.Discarded {
+		js.Discarded = append(js.Discarded, DiscardedTask{Task: r.Index, Timeouts: r.Timeouts, Reason: r.Error})
+	}
+	if js.RecordsPerSecond > 0 && !j.AllDone {
+		pass := float64(j.Records-j.RecordsDone) / js.RecordsPerSecond
+		all := pass + float64(j.Passes-j.Pass-1)*float64(j.Records)/js.RecordsPerSecond
+		js.PassETASeconds, js.JobETASeconds = &pass, &all
+	}
+	return js
+}
+
+// trainerStatus returns the trainers tracked, stalled first then slowest
+// first; none is stalled unless the job is running. Called with m.mu held.
+func (m *Monitor) trainerStatus(now time.Time, pass int, running bool) []TrainerStatus {
+	m.trainers.forget(now.Add(-m.cfg.ForgetAfter))
+	stallAfter := max(m.cfg.StallAfter, time.Duration(3*m.held.mean*float64(time.Second)))
+	all := make([]TrainerStatus, 0, len(m.trainers.byName))
+	for _, t := range m.trainers.byName {
+		st := t.status(now, pass, stallAfter)
+		st.Stalled = st.Stalled && running
+		all = append(all, st)
+	}
+	slices.SortFunc(all, func(a, b TrainerStatus) int {
+		if a.Stalled != b.Stalled {
+			if a.Stalled {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.RecordsPerSecond, b.RecordsPerSecond), cmp.Compare(a.Name, b.Name))
+	})
+	return all
+}
+
+// Collector returns the Prometheus collector of the monitor's metrics.
+func (m *Monitor) Collector() prometheus.Collector { return (*collector)(m) }

@@ -1,0 +1,110 @@
+package monitor
+
+import (
+	"time"
+
+	"github.com/trainmaster/master/go/discovery"
+)
+
+// Status is what the status page shows and /status.json serves. Its JSON
+// names are a contract for scripts and `master watch`: fields are added,
+// never renamed.
+type Status struct {
+	Time    time.Time `json:"time"`
+	Leading bool      `json:"leading"` // this master leads and serves
+	// Masters are the masters of the job from the lock keys, leader first
+	// (filled in by the HTTP door, which reads etcd); MastersError says why
+	// they could not be read.
+	Masters      []discovery.Master `json:"masters"`
+	MastersError string             `json:"masters_error,omitempty"`
+	// Job is nil on a standby, and before a dataset is accepted.
+	Job *JobStatus `json:"job,omitempty"`
+	// Trainers, stalled ones first, then slowest first; at most
+	// MaxShownTrainers of TrainersTotal.
+	Trainers      []TrainerStatus `json:"trainers"`
+	TrainersTotal int             `json:"trainers_total"`
+	// Rate is records per second in each 10-second slot of the last 30
+	// minutes, oldest first (finishes this process recorded while leading).
+	Rate []RatePoint `json:"rate"`
+	// Events are the latest failures, timeouts and discards, newest first.
+	Events []Event `json:"events"`
+}
+
+// JobStatus is the job as the leader sees it.
+type JobStatus struct {
+	Dataset          []string `json:"dataset"`
+	Files            int      `json:"files"`
+	Chunks           int      `json:"chunks"`
+	ChunksPerTask    int      `json:"chunks_per_task"`
+	Tasks            int      `json:"tasks"`            // per pass
+	Records          int64    `json:"records_per_pass"` // per pass
+	Pass             int      `json:"pass"`             // from 0; equals Passes once all are done
+	Passes           int      `json:"passes"`
+	AllDone          bool     `json:"all_done"`
+	Todo             int      `json:"todo"`
+	Pending          int      `json:"pending"`
+	Done             int      `json:"done"`
+	Failed           int      `json:"failed"`       // discarded for this pass
+	RecordsDone      int64    `json:"records_done"` // this pass
+	RecordsPerSecond float64  `json:"records_per_second"`
+	// PassETASeconds and JobETASeconds are the time left to the end of
+	// this pass and of the last at the current rate; nil while no rate is
+	// known.
+	PassETASeconds *float64 `json:"pass_eta_seconds"`
+	JobETASeconds  *float64 `json:"job_eta_seconds"`
+	// Discarded are the tasks discarded for this pass (at most
+	// master.MaxShownDiscarded of Failed), with their last reason.
+	Discarded []DiscardedTask `json:"discarded"`
+}
+
+// DiscardedTask is a task in the Failed queue.
+type DiscardedTask struct {
+	Task     int    `json:"task"`
+	Timeouts int    `json:"timeouts"`
+	Reason   string `json:"reason"`
+}
+
+// TrainerStatus is one trainer's figures.
+type TrainerStatus struct {
+	Name             string  `json:"name"`
+	TasksPass        int64   `json:"tasks_pass"` // finished in the current pass
+	RecordsPass      int64   `json:"records_pass"`
+	TasksTotal       int64   `json:"tasks_total"` // finished since this master first saw it
+	RecordsTotal     int64   `json:"records_total"`
+	RecordsPerSecond float64 `json:"records_per_second"` // over the last minute
+	// Task is the oldest task it holds now (dispatched, not yet finished),
+	// nil when it holds none; Holding counts them (prefetch holds more).
+	Task     *HeldTask `json:"task,omitempty"`
+	Holding  int       `json:"holding"`
+	Failures int64     `json:"failures"` // failure reports it sent that sent a task back
+	Timeouts int64     `json:"timeouts"` // tasks it held that timed out
+	LastSeen time.Time `json:"last_seen"`
+	// Stalled: it has not called for longer than a task should take, or a
+	// task it held timed out since its last call.
+	Stalled bool `json:"stalled"`
+}
+
+// HeldTask is a task a trainer holds.
+type HeldTask struct {
+	Index       int       `json:"index"`
+	Pass        int       `json:"pass"`
+	Since       time.Time `json:"since"`
+	HeldSeconds float64   `json:"held_seconds"`
+}
+
+// RatePoint is the rate of one slot of time, ending at Time.
+type RatePoint struct {
+	Time             time.Time `json:"time"`
+	RecordsPerSecond float64   `json:"records_per_second"`
+}
+
+// Event is a task sent back or discarded.
+type Event struct {
+	Time      time.Time `json:"time"`
+	Task      int       `json:"task"`
+	Pass      int       `json:"pass"`
+	Trainer   string    `json:"trainer"` // who reported the failure, or held the task that timed out
+	Cause     string    `json:"cause"`   // "failed" or "timed out"
+	Discarded bool      `json:"discarded"`
+	Reason    string    `json:"reason"`
+}

@@ -1,0 +1,154 @@
+package monitor
+
+import (
+	"container/list"
+	"time"
+)
+
+// trainer is what the monitor keeps of one trainer.
+type trainer struct {
+	name                     string
+	firstSeen, lastSeen      time.Time
+	pass                     int // the pass tasksPass and recordsPass count
+	tasksPass, recordsPass   int64
+	tasksTotal, recordsTotal int64
+	failures, timeouts       int64
+	timedOutSinceSeen        bool
+	held                     map[int]heldSince // task -> since, the tasks it holds
+	rate                     window
+	lru                      *list.Element
+}
+
+type heldSince struct {
+	pass  int
+	since time.Time
+}
+
+// trainerRate is the per-trainer rate's resolution: 12 slots of 5 s, one
+// minute.
+const (
+	trainerSlot  = 5 * time.Second
+	trainerSlots = 12
+	rateSpan     = time.Minute
+)
+
+// trainers tracks at most max trainers, least recently seen dropped first,
+// and knows which trainer holds each pending task of this term. Not safe
+// for concurrent use: Monitor holds its lock around every call.
+type trainers struct {
+	max     int
+	byName  map[string]*trainer
+	recent  *list.List // of *trainer, most recently seen first
+	holders map[int]*trainer
+}
+
+func newTrainers(max int) *trainers {
+	return &trainers{max: max, byName: map[string]*trainer{}, recent: list.New(), holders: map[int]*trainer{}}
+}
+
+// seen returns the trainer called name, added if new, as seen at now.
+func (ts *trainers) seen(name string, now time.Time) *trainer {
+	t, ok := ts.byName[name]
+	if !ok {
+		for len(ts.byName) >= ts.max {
+			ts.drop(ts.recent.Back().Value.(*trainer))
+		}
+		t = &trainer{name: name, firstSeen: now, held: map[int]heldSince{}, rate: newWindow(trainerSlot, trainerSlots)}
+		t.lru = ts.recent.PushFront(t)
+		ts.byName[name] = t
+	} else {
+		ts.recent.MoveToFront(t.lru)
+	}
+	if now.After(t.lastSeen) {
+		t.lastSeen = now
+	}
+	return t
+}
+
+// drop forgets t and the tasks it holds.
+func (ts *trainers) drop(t *trainer) {
+	for task := range t.held {
+		delete(ts.holders, task)
+	}
+	ts.recent.Remove(t.lru)
+	delete(ts.byName, t.name)
+}
+
+// forget drops the trainers not seen since before cutoff.
+func (ts *trainers) forget(cutoff time.Time) {
+	for e := ts.recent.Back(); e != nil; e = ts.recent.Back() {
+		t := e.Value.(*trainer)
+		if !t.lastSeen.Before(cutoff) || len(t.held) > 0 {
+			return // a trainer holding a task stays, to be shown stalled
+		}
+		ts.drop(t)
+	}
+}
+
+// hold records that t holds task since at.
+func (ts *trainers) hold(t *trainer, task, pass int, at time.Time) {
+	ts.release(task)
+	t.held[task] = heldSince{pass: pass, since: at}
+	ts.holders[task] = t
+}
+
+// release forgets who holds task and returns it (nil: nobody known).
+func (ts *trainers) release(task int) *trainer {
+	t := ts.holders[task]
+	if t != nil {
+		delete(t.held, task)
+		delete(ts.holders, task)
+	}
+	return t
+}
+
+// newTerm forgets who holds what: another master may have dispatched
+// since this one last led.
+func (ts *trainers) newTerm() {
+	for task, t := range ts.holders {
+		delete(t.held, task)
+	}
+	clear(ts.holders)
+}
+
+// finished counts a finished task of records in pass to t.
+func (t *trainer) finished(pass int, records int64, at time.Time) {
+	if pass > t.pass {
+		t.pass, t.tasksPass, t.recordsPass = pass, 0, 0
+	}
+	if pass == t.pass {
+		t.tasksPass++
+		t.recordsPass += records
+	}
+	t.tasksTotal++
+	t.recordsTotal += records
+	t.rate.add(at, records)
+}
+
+// oldest returns the task t has held longest.
+func (t *trainer) oldest() (task int, h heldSince, ok bool) {
+	for i, hs := range t.held {
+		if !ok || hs.since.Before(h.since) || (hs.since.Equal(h.since) && i < task) {
+			task, h, ok = i, hs, true
+		}
+	}
+	return task, h, ok
+}
+
+// status returns t's figures at now, in pass; stallAfter is how long a
+// trainer may stay silent before it is marked stalled.
+func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) TrainerStatus {
+	st := TrainerStatus{
+		Name: t.name, TasksTotal: t.tasksTotal, RecordsTotal: t.recordsTotal,
+		RecordsPerSecond: t.rate.rate(now, t.firstSeen, rateSpan),
+		Holding:          len(t.held), Failures: t.failures, Timeouts: t.timeouts, LastSeen: t.lastSeen.UTC(),
+		Stalled: t.timedOutSinceSeen || now.Sub(t.lastSeen) > stallAfter,
+	}
+	if t.pass == pass {
+		st.TasksPass, st.RecordsPass = t.tasksPass, t.recordsPass
+	}
+	if task, h, ok := t.oldest(); ok {
+		st.Task = &HeldTask{Index: task, Pass: h.pass, Since: h.since.UTC(), HeldSeconds: now.Sub(h.since).Seconds()}
+	}
+	return st
+}

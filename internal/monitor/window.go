@@ -1,0 +1,74 @@
+package monitor
+
+import "time"
+
+// window sums amounts over the last len(sums) slots of a fixed width: a
+// ring whose slots remember which slot of time they hold, so that nothing
+// has to tick to age them out.
+type window struct {
+	width time.Duration
+	ids   []int64 // slot of time each entry holds (t / width)
+	sums  []int64
+}
+
+func newWindow(width time.Duration, slots int) window {
+	return window{width: width, ids: make([]int64, slots), sums: make([]int64, slots)}
+}
+
+func (w *window) slot(t time.Time) int64 { return t.UnixNano() / int64(w.width) }
+
+// add counts v at t.
+func (w *window) add(t time.Time, v int64) {
+	id := w.slot(t)
+	i := int(id % int64(len(w.ids)))
+	if w.ids[i] != id {
+		w.ids[i], w.sums[i] = id, 0
+	}
+	w.sums[i] += v
+}
+
+// at returns the sum of the slot id, 0 when the ring no longer holds it.
+func (w *window) at(id int64) int64 {
+	i := int(id % int64(len(w.ids)))
+	if w.ids[i] != id {
+		return 0
+	}
+	return w.sums[i]
+}
+
+// rate is the amount per second over the last span before now, or since
+// from when that is later (a trainer seen 5 s ago is not averaged over a
+// minute); span is rounded to whole slots.
+func (w *window) rate(now, from time.Time, span time.Duration) float64 {
+	last := w.slot(now)
+	n := min(int64(span/w.width), int64(len(w.ids)))
+	first := last - n + 1
+	start := time.Unix(0, first*int64(w.width))
+	if from.After(start) {
+		start = from
+	}
+	secs := now.Sub(start).Seconds()
+	if secs < 1 {
+		secs = 1 // a burst in the first second is not a rate of thousands
+	}
+	var sum int64
+	for id := first; id <= last; id++ {
+		sum += w.at(id)
+	}
+	return float64(sum) / secs
+}
+
+// series returns the per-second rate of every whole slot the ring holds
+// before now and after from, oldest first, with the time each slot ends.
+func (w *window) series(now, from time.Time) []RatePoint {
+	last := w.slot(now) - 1 // the current slot is not over
+	first := max(last-int64(len(w.ids))+2, w.slot(from)+1)
+	out := make([]RatePoint, 0, len(w.ids))
+	for id := first; id <= last; id++ {
+		out = append(out, RatePoint{
+			Time:             time.Unix(0, (id+1)*int64(w.width)).UTC(),
+			RecordsPerSecond: float64(w.at(id)) / w.width.Seconds(),
+		})
+	}
+	return out
+}
