@@ -33,6 +33,15 @@ type options struct {
 	recordDelay time.Duration
 	python      string // interpreter of the Python trainer; "" for none
 	pythonDir   string // the folder holding the trainmaster package
+	httpPort    int    // status page of master A; B's is the next port; 0: any free ports
+}
+
+// httpAddr is the -http-addr of master name ("A" or "B").
+func (o options) httpAddr(name string) string {
+	if o.httpPort == 0 {
+		return "127.0.0.1:0"
+	}
+	return fmt.Sprintf("127.0.0.1:%d", o.httpPort+int(name[0]-'A'))
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -52,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (dataset and logs)")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "`interpreter` of one more trainer, in Python, when it and -python-dir exist (empty: none)")
 	fs.StringVar(&o.pythonDir, "python-dir", "", "`directory` holding the trainmaster Python package (default: python/ beside -bin)")
+	fs.IntVar(&o.httpPort, "http-port", 0, "loopback `port` of master A's status page and metrics, B's on the next one (0: any free ports; the demo prints them)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -27,6 +27,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"a Python trainer started too", "dataset accepted", "task failed; back in todo", "task timed out; back in todo",
+		"status page of the job: http://127.0.0.1:", "; the status page is now http://127.0.0.1:",
 		"with SIGKILL in the middle of the pass", "took over", "restarted as a standby", "state restored",
 		"all 3 passes done", "verification passed: every record of every pass consumed (3 passes x 2700 records",
 	} {
@@ -52,7 +53,8 @@ func TestStopWhileAStandbyTakesOver(t *testing.T) {
 	defer etcd.Close()
 	for round := range 4 {
 		c := &cluster{o: options{bin: bin, passes: 1, chunkTask: 1, timeoutMin: time.Second}, dir: t.TempDir(),
-			endpoints: etcd.Endpoints()[0], out: io.Discard, masters: map[string]*proc.Proc{}, serving: make(chan string, 8)}
+			endpoints: etcd.Endpoints()[0], out: io.Discard, masters: map[string]*proc.Proc{}, pages: map[string]string{},
+			serving: make(chan string, 8)}
 		for _, name := range []string{"A", "B"} {
 			if err := c.start(name); err != nil {
 				t.Fatal(err)

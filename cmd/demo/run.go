@@ -8,6 +8,7 @@ import (
 	"net/rpc"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,7 +55,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer cli.Close()
 	fmt.Fprintf(out, "embedded etcd serving on %s\n", endpoints)
 
-	masters := &cluster{o: o, dir: dir, endpoints: endpoints, out: out, masters: map[string]*proc.Proc{}, serving: make(chan string, 8)}
+	masters := &cluster{o: o, dir: dir, endpoints: endpoints, out: out, masters: map[string]*proc.Proc{}, pages: map[string]string{},
+		serving: make(chan string, 8)}
 	for _, name := range []string{"A", "B"} {
 		if err := masters.start(name); err != nil {
 			return err
@@ -62,11 +64,16 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer masters.stop()
 	fmt.Fprintln(out, "masters A and B started: one leads, the other stands by")
+	if leader := <-masters.serving; masters.page(leader) != "" {
+		masters.serving <- leader // failover waits for it too
+		fmt.Fprintf(out, "status page of the job: %s (master %s leads; /metrics for Prometheus)\n", masters.page(leader), leader)
+	}
 
 	results := &consumed{tasks: map[[2]int][]taskLine{}}
 	trainers := make([]*proc.Proc, o.trainers)
 	for i := range trainers {
-		args := []string{"-endpoints", endpoints, "-dataset", pattern, "-json", "-record-delay", o.recordDelay.String()}
+		args := []string{"-endpoints", endpoints, "-dataset", pattern, "-json", "-record-delay", o.recordDelay.String(),
+			"-name", fmt.Sprintf("trainer-%d", i)}
 		switch i {
 		case 0:
 			args = append(args, "-stall-after", "3") // its 3rd task never finishes
@@ -125,8 +132,19 @@ type cluster struct {
 
 	mu      sync.Mutex
 	masters map[string]*proc.Proc
-	leader  string // name of the master that serves, as its log says
+	pages   map[string]string // status page URL of each master, as its log says
+	leader  string            // name of the master that serves, as its log says
 	serving chan string
+}
+
+// pageRE finds a master's status page in its log line.
+var pageRE = regexp.MustCompile(`msg="status page, [^"]*" .*url="?([^" ]+)`)
+
+// page returns the status page of master name, "" while unknown.
+func (c *cluster) page(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pages[name]
 }
 
 // start starts master name and relays its decisions (info lines and above)
@@ -134,8 +152,14 @@ type cluster struct {
 func (c *cluster) start(name string) error {
 	args := []string{"-addr", "127.0.0.1:0", "-endpoints", c.endpoints, "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
-		"-task-timeout-min", c.o.timeoutMin.String(), "-log-level", "info"}
+		"-task-timeout-min", c.o.timeoutMin.String(), "-log-level", "info", "-http-addr", c.o.httpAddr(name)}
 	p, err := proc.Start(c.dir, filepath.Join(c.o.bin, "master"), "master-"+name, args, nil, func(line string) {
+		if m := pageRE.FindStringSubmatch(line); m != nil {
+			c.mu.Lock()
+			c.pages[name] = m[1]
+			c.mu.Unlock()
+			fmt.Fprintf(c.out, "  master %s | status page and metrics: %s\n", name, m[1])
+		}
 		if strings.Contains(line, "leading: serving trainers") {
 			c.mu.Lock()
 			c.leader = name
@@ -179,7 +203,8 @@ func (c *cluster) failover(ctx context.Context) error {
 			if next == name {
 				continue // its own start, from before
 			}
-			fmt.Fprintf(c.out, "master %s took over %v after the kill (lock TTL 2s)\n", next, time.Since(killed).Round(time.Millisecond))
+			fmt.Fprintf(c.out, "master %s took over %v after the kill (lock TTL 2s); the status page is now %s\n",
+				next, time.Since(killed).Round(time.Millisecond), c.page(next))
 		case <-timeout:
 			return fmt.Errorf("no master took over within 30 s of the kill")
 		}
@@ -256,7 +281,7 @@ func startPythonTrainer(dir string, o options, endpoints, pattern string, result
 		return nil, err
 	}
 	os.Setenv("PYTHONPATH", abs) // inherited by the trainer's process
-	args := []string{"-m", "trainmaster", "train", "--endpoints", endpoints, "--dataset", pattern, "--json"}
+	args := []string{"-m", "trainmaster", "train", "--endpoints", endpoints, "--dataset", pattern, "--json", "--name", "trainer-python"}
 	p, err := proc.Start(dir, o.python, "trainer-python", args, results.record, nil)
 	if err != nil {
 		return nil, err
