@@ -216,7 +216,7 @@ func (m *Monitor) status(shown int) (Status, counts) {
 	defer m.mu.Unlock()
 	now := m.cfg.Now()
 	st := Status{Time: now.UTC(), Leading: m.svc != nil, Rate: m.history.series(now, m.born)}
-	pass, running := 0, false
+	pass, running := -1, false // -1: no job known, each trainer's latest pass
 	if job != nil {
 		st.Job = m.jobStatus(*job, now)
 		pass, running = job.Pass, !job.AllDone

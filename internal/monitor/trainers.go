@@ -135,8 +135,8 @@ func (t *trainer) oldest() (task int, h heldSince, ok bool) {
 	return task, h, ok
 }
 
-// status returns t's figures at now, in pass; stallAfter is how long a
-// trainer may stay silent before it is marked stalled.
+// status returns t's figures at now, in pass (-1: its latest); stallAfter
+// is how long a trainer may stay silent before it is marked stalled.
 func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) TrainerStatus {
 	st := TrainerStatus{
 		Name: t.name, TasksTotal: t.tasksTotal, RecordsTotal: t.recordsTotal,
@@ -144,7 +144,7 @@ func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) Trai
 		Holding:          len(t.held), Failures: t.failures, Timeouts: t.timeouts, LastSeen: t.lastSeen.UTC(),
 		Stalled: t.timedOutSinceSeen || now.Sub(t.lastSeen) > stallAfter,
 	}
-	if t.pass == pass {
+	if pass < 0 || t.pass == pass {
 		st.TasksPass, st.RecordsPass = t.tasksPass, t.recordsPass
 	}
 	if task, h, ok := t.oldest(); ok {

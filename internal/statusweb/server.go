@@ -20,6 +20,7 @@ import (
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
+	stdlog "log"
 	"net"
 	"net/http"
 	"strings"
@@ -97,7 +98,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	hs := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-		TLSConfig: s.cfg.TLS}
+		TLSConfig: s.cfg.TLS, ErrorLog: stdlog.New(debugWriter{s.cfg.Log}, "", 0)}
 	if s.cfg.TLS != nil {
 		lis = tls.NewListener(lis, s.cfg.TLS)
 	}
@@ -198,6 +199,15 @@ func text(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+// debugWriter writes the HTTP server's own complaints (failed handshakes,
+// malformed requests: what any client can cause) as debug lines.
+type debugWriter struct{ log logrus.FieldLogger }
+
+func (w debugWriter) Write(p []byte) (int, error) {
+	w.log.Debug("status door: " + strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // logAdapter gives promhttp's error log the master's logger.

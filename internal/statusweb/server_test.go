@@ -1,0 +1,174 @@
+package statusweb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/monitor"
+)
+
+// serveDoor serves a side door of cfg on a loopback port until the test
+// ends, and returns its base URL.
+func serveDoor(t *testing.T, cfg Config) string {
+	t.Helper()
+	if cfg.Monitor == nil {
+		cfg.Monitor = monitor.New(monitor.Config{})
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	cfg.Log = log
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + lis.Addr().String()
+}
+
+// fetch GETs url with the client and an optional bearer token and returns
+// the status code and body.
+func fetch(t *testing.T, c *http.Client, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestProbesAndToken: the probes answer without the token, and say
+// whether this master leads; every other path wants the token.
+func TestProbesAndToken(t *testing.T) {
+	mon := monitor.New(monitor.Config{})
+	base := serveDoor(t, Config{Monitor: mon, Token: "s3cret"})
+	c := http.DefaultClient
+	for _, tc := range []struct {
+		path, token string
+		code        int
+		body        string
+	}{
+		{"/healthz", "", 200, "ok"},
+		{"/readyz", "", 503, "standing by"},
+		{"/metrics", "", 401, "the master's token is needed"},
+		{"/metrics", "wrong", 401, "the master's token is needed"},
+		{"/metrics", "s3cret", 200, "trainmaster_leader 0"},
+		{"/status.json", "", 401, "token"},
+		{"/status.json", "s3cret", 200, `"leading": false`},
+		{"/", "", 401, "token"},
+		{"/", "s3cret", 200, "<"},
+		{"/nothing", "s3cret", 404, ""},
+	} {
+		code, body := fetch(t, c, base+tc.path, tc.token)
+		if code != tc.code || !strings.Contains(body, tc.body) {
+			t.Errorf("GET %s with token %q: %d %.80q, want %d and %q", tc.path, tc.token, code, body, tc.code, tc.body)
+		}
+	}
+	svc, err := master.New(master.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	mon.Leading(svc)
+	if code, body := fetch(t, c, base+"/readyz", ""); code != 200 || body != "leading\n" {
+		t.Errorf("readyz of a leader: %d %q", code, body)
+	}
+	if code, body := fetch(t, c, base+"/metrics", "s3cret"); code != 200 || !strings.Contains(body, "\ntrainmaster_leader 1\n") {
+		t.Errorf("metrics of a leader: %d %q", code, body)
+	}
+}
+
+// TestClientCertificates: with client CAs, the data paths want a verified
+// client certificate, the probes do not.
+func TestClientCertificates(t *testing.T) {
+	certs := etcdtest.GenerateCerts(t)
+	port, err := master.ServerTLS(certs.ServerCert, certs.ServerKey, certs.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := serveDoor(t, Config{TLS: ServerTLS(port)})
+	withCert := &http.Client{Transport: &http.Transport{TLSClientConfig: etcdtest.ClientTLS(t, certs)}}
+	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: etcdtest.ClientTLSNoCert(t, certs)}}
+	for _, tc := range []struct {
+		c    *http.Client
+		path string
+		code int
+	}{
+		{noCert, "/healthz", 200}, {noCert, "/readyz", 503}, {noCert, "/metrics", 403}, {noCert, "/status.json", 403},
+		{withCert, "/metrics", 200}, {withCert, "/status.json", 200}, {withCert, "/", 200},
+	} {
+		if code, body := fetch(t, tc.c, base+tc.path, ""); code != tc.code {
+			t.Errorf("GET %s: %d %q, want %d", tc.path, code, body, tc.code)
+		}
+	}
+	if code, body := fetch(t, http.DefaultClient, strings.Replace(base, "https", "http", 1)+"/metrics", ""); code != 400 || !strings.Contains(body, "HTTPS") {
+		t.Errorf("plain HTTP on the TLS door: %d %q", code, body)
+	}
+}
+
+// TestMastersInStatus: /status.json lists the masters read from etcd, or
+// says why they could not be read, within its deadline.
+func TestMastersInStatus(t *testing.T) {
+	masters := []discovery.Master{{Candidate: discovery.Candidate{Host: "h1", PID: 1, HTTP: "127.0.0.1:1"}, Key: "/m/1", Leading: true}}
+	for _, tc := range []struct {
+		name  string
+		read  func(ctx context.Context) ([]discovery.Master, error)
+		check func(monitor.Status) bool
+	}{
+		{"read", func(context.Context) ([]discovery.Master, error) { return masters, nil },
+			func(st monitor.Status) bool { return len(st.Masters) == 1 && st.Masters[0].HTTP == "127.0.0.1:1" }},
+		{"failed", func(context.Context) ([]discovery.Master, error) { return nil, errors.New("etcd down") },
+			func(st monitor.Status) bool { return len(st.Masters) == 0 && st.MastersError == "etcd down" }},
+		{"hung", func(ctx context.Context) ([]discovery.Master, error) { <-ctx.Done(); return nil, ctx.Err() },
+			func(st monitor.Status) bool { return st.MastersError == context.DeadlineExceeded.Error() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := serveDoor(t, Config{Masters: tc.read})
+			start := time.Now()
+			code, body := fetch(t, http.DefaultClient, base+"/status.json", "")
+			var st monitor.Status
+			if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || !tc.check(st) {
+				t.Errorf("%d %v %s", code, err, body)
+			}
+			if took := time.Since(start); took > mastersTimeout+5*time.Second {
+				t.Errorf("took %v", took)
+			}
+		})
+	}
+}
