@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +63,12 @@ func TestDoorThroughAFailover(t *testing.T) {
 		return e.Task == 5 && strings.HasPrefix(e.Trainer, "trainer-") && e.Discarded && e.Cause == "failed"
 	}); i < 0 {
 		t.Errorf("no event of task 5 discarded after a trainer's report: %+v", st.Events)
+	}
+	var ins inspection
+	out, err := exec.Command(binPath, "inspect", "-endpoints", strings.Join(j.endpoints, ","), "-json").Output()
+	if err != nil || json.Unmarshal(out, &ins) != nil || len(ins.Masters) != 2 || ins.Masters[0].HTTP != st.Masters[0].HTTP ||
+		ins.Masters[1].HTTP != st.Masters[1].HTTP || ins.Masters[1].Leading {
+		t.Errorf("inspect: %v %s", err, out)
 	}
 	standby := statusOf(t, j.standbyURL())
 	if standby.Leading || standby.Job != nil || len(standby.Masters) != 2 || standby.Masters[0].Leading == false {

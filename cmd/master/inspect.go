@@ -24,6 +24,8 @@ import (
 type inspection struct {
 	Namespace  string          `json:"namespace"`
 	MasterAddr string          `json:"master_addr,omitempty"` // empty: no master is serving
+	// Masters are the masters campaigning for the lock, the leader first.
+	Masters []discovery.Master `json:"masters"`
 	Dataset    *datasetSummary `json:"dataset,omitempty"`     // nil: no dataset reported yet
 	Pass       int             `json:"pass"`
 	Counts     map[string]int  `json:"counts"`
@@ -86,6 +88,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(resp.Kvs) > 0 {
 		in.MasterAddr = string(resp.Kvs[0].Value)
+	}
+	if in.Masters, err = discovery.Masters(ctx, cli, *namespace); err != nil {
+		return err
 	}
 	snap, err := etcdstore.New(etcdstore.Config{Client: cli, Namespace: *namespace}).Load(ctx)
 	if err != nil {
@@ -154,6 +159,16 @@ func (in inspection) print(w io.Writer) {
 		fmt.Fprintln(w, "master:     none serving")
 	} else {
 		fmt.Fprintf(w, "master:     %s\n", in.MasterAddr)
+	}
+	for _, m := range in.Masters {
+		role, page := "standby", ""
+		if m.Leading {
+			role = "leads"
+		}
+		if m.HTTP != "" {
+			page = ", status page on " + m.HTTP
+		}
+		fmt.Fprintf(w, "candidate:  %s pid %d (%s%s)\n", m.Host, m.PID, role, page)
 	}
 	if in.Dataset == nil {
 		fmt.Fprintln(w, "dataset:    not reported yet")

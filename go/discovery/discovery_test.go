@@ -40,3 +40,21 @@ func TestResolveWaitsForAPublishedAddress(t *testing.T) {
 		t.Fatalf("resolve with nothing published and a short context: %v", err)
 	}
 }
+
+// TestMastersReadsOldValues: a lock key written by a master before the
+// status page (its host name alone) reads as that host.
+func TestMastersReadsOldValues(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx := context.Background()
+	for _, kv := range [][2]string{{"/j/master/lock/1", "old-host"}, {"/j/master/lock/2", Candidate{Host: "new", PID: 3, HTTP: "h:1"}.Value()}} {
+		if _, err := cli.Put(ctx, kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Masters(ctx, cli, "/j")
+	want := []Master{{Candidate: Candidate{Host: "old-host"}, Key: "/j/master/lock/1", Leading: true},
+		{Candidate: Candidate{Host: "new", PID: 3, HTTP: "h:1"}, Key: "/j/master/lock/2"}}
+	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Masters: %+v %v", got, err)
+	}
+}

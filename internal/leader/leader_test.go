@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"net"
 	"net/rpc"
 	"path/filepath"
@@ -248,4 +249,31 @@ func TestRefusesWhatNoTermFixes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTermsAndCandidates: the lock key carries the candidate's
+// description; Term hears of the service when the term starts serving and
+// of nil once it ends, before the standby takes over.
+func TestTermsAndCandidates(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	terms := make(chan *master.Service, 4)
+	me := discovery.Candidate{Host: "host-a", PID: 7, HTTP: "127.0.0.1:9090"}
+	firstServing, stopFirst := runWith(t, Config{Client: cli, Log: log, Candidate: &me, Term: func(s *master.Service) { terms <- s }})
+	await(t, firstServing, 10*time.Second)
+	if svc := <-terms; svc == nil {
+		t.Fatal("Term told nil at the start of a term")
+	}
+	secondServing := standBy(t, cli)
+	masters, err := discovery.Masters(context.Background(), cli, "")
+	if err != nil || len(masters) != 2 || masters[0].Candidate != me || !masters[0].Leading || masters[1].Leading ||
+		masters[1].PID != os.Getpid() || masters[1].HTTP != "" {
+		t.Fatalf("masters %+v %v", masters, err)
+	}
+	stopFirst()
+	if svc := <-terms; svc != nil {
+		t.Fatal("Term not told nil at the end of the term")
+	}
+	await(t, secondServing, 2*time.Second)
 }
