@@ -74,14 +74,18 @@ func (ts *trainers) drop(t *trainer) {
 	delete(ts.byName, t.name)
 }
 
-// forget drops the trainers not seen since before cutoff.
+// forget drops the trainers not seen since before cutoff, but for those
+// holding a task: they stay, to be shown stalled.
 func (ts *trainers) forget(cutoff time.Time) {
-	for e := ts.recent.Back(); e != nil; e = ts.recent.Back() {
-		t := e.Value.(*trainer)
-		if !t.lastSeen.Before(cutoff) || len(t.held) > 0 {
-			return // a trainer holding a task stays, to be shown stalled
+	for e := ts.recent.Back(); e != nil; {
+		t, prev := e.Value.(*trainer), e.Prev()
+		if !t.lastSeen.Before(cutoff) {
+			return // the rest were seen later
 		}
-		ts.drop(t)
+		if len(t.held) == 0 {
+			ts.drop(t)
+		}
+		e = prev
 	}
 }
 
