@@ -11,18 +11,18 @@ import (
 // metrics are the histograms the monitor feeds as it is told; the rest is
 // read from the monitor and the leading service at each scrape (collector).
 type metrics struct {
-	getTask   prometheus.Histogram
+	getTask   *prometheus.HistogramVec // by result
 	commit    prometheus.Histogram
 	groupSize prometheus.Histogram
 }
 
 func newMetrics() *metrics {
 	return &metrics{
-		getTask: prometheus.NewHistogram(prometheus.HistogramOpts{
+		getTask: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "trainmaster_get_task_duration_seconds",
-			Help:    "Time to answer a GetTask call, its commit included.",
+			Help:    "Time to answer a GetTask call, its commit included, by result: task, no_task (retry later), all_done, error.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms to 4 s
-		}),
+		}, []string{"result"}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "trainmaster_commit_duration_seconds",
 			Help:    "Time of one fenced commit of a group of queue changes to etcd.",

@@ -21,6 +21,7 @@ import (
 	"github.com/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
 )
 
@@ -181,8 +182,22 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 }
 
 // GetTaskServed implements master.Observer.
-func (m *Monitor) GetTaskServed(took time.Duration, _ error) {
-	m.metrics.getTask.Observe(took.Seconds())
+func (m *Monitor) GetTaskServed(took time.Duration, err error) {
+	m.metrics.getTask.WithLabelValues(getTaskResult(err)).Observe(took.Seconds())
+}
+
+// getTaskResult is the result label of a GetTask answered err: a handful
+// of values, whatever the error says.
+func getTaskResult(err error) string {
+	switch {
+	case err == nil:
+		return "task"
+	case wire.Is(err, wire.TextNoTask):
+		return "no_task"
+	case wire.Is(err, wire.TextAllDone):
+		return "all_done"
+	}
+	return "error"
 }
 
 // Committed implements master.Observer.

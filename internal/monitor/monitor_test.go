@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -258,8 +259,12 @@ trainmaster_trainer_tasks_total{trainer="a"} 1
 		"trainmaster_trainer_tasks_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(col, "trainmaster_commit_duration_seconds", "trainmaster_get_task_duration_seconds"); n != 2 {
-		t.Errorf("%d histograms", n)
+	m.GetTaskServed(time.Millisecond, nil)
+	m.GetTaskServed(time.Millisecond, wire.ErrNoTask)
+	m.GetTaskServed(time.Millisecond, fmt.Errorf("%w: etcd down", wire.ErrNotServing))
+	m.GetTaskServed(time.Millisecond, fmt.Errorf("%w: etcd down", wire.ErrNotServing))
+	if n := testutil.CollectAndCount(col, "trainmaster_commit_duration_seconds", "trainmaster_get_task_duration_seconds"); n != 4 {
+		t.Errorf("%d histograms, want commit and 3 results of GetTask", n)
 	}
 }
 
