@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/namsral/flag"
@@ -66,11 +63,10 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(opts.Endpoints) == 0 {
-		b, err := os.ReadFile(filepath.Join(*dataDir, "endpoint"))
-		if err != nil {
-			return fmt.Errorf("no -endpoints, and no embedded etcd's endpoint file: %w", err)
+		var err error
+		if opts.Endpoints, err = embeddedEndpoint(*dataDir); err != nil {
+			return fmt.Errorf("no -endpoints, and %w", err)
 		}
-		opts.Endpoints = []string{strings.TrimSpace(string(b))}
 	}
 	log, err := newLogger("warn", stderr)
 	if err != nil {

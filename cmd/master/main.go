@@ -6,6 +6,7 @@
 //	master [flags]            campaign for the lock, serve while leading
 //	master inspect [flags]    print the state kept in etcd
 //	master bench [flags]      measure dispatch against etcd (package masterbench)
+//	master watch [flags]      follow the job's progress live in the terminal (watch.go)
 //
 // Without -endpoints the master starts an embedded single-member etcd in
 // -data-dir on loopback, and uses it exactly like an external one; its
@@ -124,6 +125,8 @@ func main() {
 		err = runInspect(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == "bench":
 		err = runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case len(os.Args) > 1 && os.Args[1] == "watch":
+		err = runWatch(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	default:
 		err = run(ctx, os.Args[1:], os.Stderr)
 	}
