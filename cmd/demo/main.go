@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.chunkTask, "chunks-per-task", 4, "chunks per task")
 	fs.DurationVar(&o.timeoutMin, "task-timeout-min", 2*time.Second, "the master's shortest task timeout: how soon the stalled task comes back")
 	fs.DurationVar(&o.progressInt, "progress", time.Second, "interval between progress lines")
-	fs.DurationVar(&o.recordDelay, "record-delay", 200*time.Microsecond, "time each trainer pretends to train on a record")
+	fs.DurationVar(&o.recordDelay, "record-delay", 2*time.Millisecond, "time each trainer pretends to train on a record (the default makes a pass last a few seconds, time to open the status page)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (dataset and logs)")
 	fs.StringVar(&o.python, "python", "/usr/bin/python3", "`interpreter` of one more trainer, in Python, when it and -python-dir exist (empty: none)")
 	fs.StringVar(&o.pythonDir, "python-dir", "", "`directory` holding the trainmaster Python package (default: python/ beside -bin)")

@@ -281,7 +281,8 @@ func startPythonTrainer(dir string, o options, endpoints, pattern string, result
 		return nil, err
 	}
 	os.Setenv("PYTHONPATH", abs) // inherited by the trainer's process
-	args := []string{"-m", "trainmaster", "train", "--endpoints", endpoints, "--dataset", pattern, "--json", "--name", "trainer-python"}
+	args := []string{"-m", "trainmaster", "train", "--endpoints", endpoints, "--dataset", pattern, "--json", "--name", "trainer-python",
+		"--record-delay", strconv.FormatFloat(o.recordDelay.Seconds(), 'f', -1, 64)}
 	p, err := proc.Start(dir, o.python, "trainer-python", args, results.record, nil)
 	if err != nil {
 		return nil, err

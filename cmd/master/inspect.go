@@ -19,15 +19,15 @@ import (
 
 // inspection is what `master inspect -json` prints.
 type inspection struct {
-	Namespace  string          `json:"namespace"`
-	MasterAddr string          `json:"master_addr,omitempty"` // empty: no master is serving
+	Namespace  string `json:"namespace"`
+	MasterAddr string `json:"master_addr,omitempty"` // empty: no master is serving
 	// Masters are the masters campaigning for the lock, the leader first.
 	Masters []discovery.Master `json:"masters"`
-	Dataset    *datasetSummary `json:"dataset,omitempty"`     // nil: no dataset reported yet
-	Pass       int             `json:"pass"`
-	Counts     map[string]int  `json:"counts"`
-	Pending    []taskSummary   `json:"pending"`
-	Failed     []taskSummary   `json:"failed"`
+	Dataset *datasetSummary    `json:"dataset,omitempty"` // nil: no dataset reported yet
+	Pass    int                `json:"pass"`
+	Counts  map[string]int     `json:"counts"`
+	Pending []taskSummary      `json:"pending"`
+	Failed  []taskSummary      `json:"failed"`
 	// FailedLastPass lists the tasks discarded in the pass before, which
 	// the current one gave another chance (or, after the last pass, the
 	// tasks the job never trained on).

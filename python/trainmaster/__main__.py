@@ -4,12 +4,14 @@
     python -m trainmaster cat FILE...          # one record a line, as Python bytes literals
     python -m trainmaster train (--addr HOST:PORT | --endpoints URL,...) [--namespace NS]
                                 [--dataset 'PATTERN,...'] [--name NAME] [--token-file FILE] [--json]
+                                [--record-delay SECONDS]
 
 train prints, for each pass, the records and bytes it consumed and their
 digest, as cmd/trainer does (the digests of several trainers add up to the
 dataset's): "pass 0: 1000 records, 24000 bytes, digest 3fa2c1d09e6b7a55".
 --name is the name it gives the master, for its per-trainer figures
-(default "hostname-pid").
+(default "hostname-pid"); --record-delay pretends to train, sleeping that
+long on every record (for demos).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Dict, List, Optional
 
 from . import Client, Digest, EtcdResolver, recordio
@@ -48,6 +51,8 @@ def _train(args: argparse.Namespace) -> int:
         if args.dataset:
             c.report_dataset(args.dataset.split(","))
         for rec in c.records():
+            if args.record_delay > 0:
+                time.sleep(args.record_delay)
             task.add(rec.data)
             if rec.last:
                 digests.setdefault(rec.pass_, Digest()).combine(task)
@@ -78,6 +83,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     train.add_argument("--name", help="the trainer's name the master shows (default hostname-pid)")
     train.add_argument("--token-file", help="file holding the master's token")
     train.add_argument("--json", action="store_true", help="print JSON lines, one per task and per pass")
+    train.add_argument("--record-delay", type=float, default=0.0, metavar="SECONDS",
+                       help="pretend to train: sleep this long on every record (demos)")
     args = parser.parse_args(argv)
     try:
         if args.command == "stat":
