@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -22,7 +21,7 @@ import (
 // rendered from the leader's page in the middle of a pass, with task 5
 // discarded after trainers reported it failed, then from the standby's.
 func TestStatusPageInChromium(t *testing.T) {
-	chromium := chromiumPath(t)
+	chromium := debianTool(t, "/usr/bin/chromium", "chromium")
 	// 4 files of 1,000 records in 200 chunks, 25 chunks a task: 8 tasks of
 	// 500 records, 4 s each at 8 ms a record. Task 5 goes back to the end
 	// of Todo when it first fails and is discarded when it fails again,
@@ -120,23 +119,6 @@ func TestStatusPageInChromium(t *testing.T) {
 	if st := statusOf(t, j.leaderURL()); st.Job == nil || st.Job.AllDone {
 		t.Errorf("the job ended during the test: %+v", st.Job)
 	}
-}
-
-// chromiumPath returns Debian's Chromium. Without it the test is skipped,
-// but in CI (CI set), where .ci/run installs it, it fails.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("/usr/bin/chromium")
-	if err != nil {
-		path, err = exec.LookPath("chromium")
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no Chromium (/usr/bin/chromium): install chromium (apt-get install chromium) to run the status page's browser test")
-		}
-		t.Skip("no Chromium (/usr/bin/chromium); apt-get install chromium to run this test")
-	}
-	return path
 }
 
 // dumpDOM loads url in headless Chromium and returns the DOM it rendered.
