@@ -134,28 +134,26 @@ func (p *proc) awaitState(state byte) {
 // awaitServing waits for the process to publish its address.
 func (p *proc) awaitServing(limit time.Duration) string {
 	p.t.Helper()
-	select {
-	case addr := <-p.serving:
-		return addr
-	case <-p.exited:
-		p.t.Fatal("master exited before serving")
-	case <-time.After(limit):
-		p.t.Fatalf("master not serving after %v", limit)
-	}
-	return ""
+	return p.await(p.serving, "serving", limit)
 }
 
 // awaitDoor waits for the process to open its status page, and returns
 // the page's URL.
 func (p *proc) awaitDoor(limit time.Duration) string {
 	p.t.Helper()
+	return p.await(p.door, "opening its status page", limit)
+}
+
+// await returns the next value its log sends on c, within limit.
+func (p *proc) await(c <-chan string, what string, limit time.Duration) string {
+	p.t.Helper()
 	select {
-	case url := <-p.door:
-		return url
+	case v := <-c:
+		return v
 	case <-p.exited:
-		p.t.Fatal("master exited before opening its status page")
+		p.t.Fatalf("master exited before %s", what)
 	case <-time.After(limit):
-		p.t.Fatalf("no status page after %v", limit)
+		p.t.Fatalf("master not %s after %v", what, limit)
 	}
 	return ""
 }
