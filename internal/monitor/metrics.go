@@ -12,12 +12,13 @@ import (
 // read from the monitor and the leading service at each scrape (collector).
 type metrics struct {
 	getTask   *prometheus.HistogramVec // by result
+	byResult  map[string]prometheus.Observer
 	commit    prometheus.Histogram
 	groupSize prometheus.Histogram
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		getTask: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "trainmaster_get_task_duration_seconds",
 			Help:    "Time to answer a GetTask call, its commit included, by result: task, no_task (retry later), all_done, error.",
@@ -33,8 +34,16 @@ func newMetrics() *metrics {
 			Help:    "Task entries written by one commit (changes committed together).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100, 200},
 		}),
+		byResult: map[string]prometheus.Observer{},
 	}
+	for _, result := range getTaskResults {
+		m.byResult[result] = m.getTask.WithLabelValues(result) // resolved once, not per call
+	}
+	return m
 }
+
+// getTaskResults are the values of the result label of GetTask latency.
+var getTaskResults = []string{"task", "no_task", "all_done", "error"}
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)

@@ -183,7 +183,7 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 
 // GetTaskServed implements master.Observer.
 func (m *Monitor) GetTaskServed(took time.Duration, err error) {
-	m.metrics.getTask.WithLabelValues(getTaskResult(err)).Observe(took.Seconds())
+	m.metrics.byResult[getTaskResult(err)].Observe(took.Seconds())
 }
 
 // getTaskResult is the result label of a GetTask answered err: a handful
