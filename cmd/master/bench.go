@@ -19,6 +19,10 @@ import (
 	"github.com/trainmaster/master/internal/masterbench"
 )
 
+// A master started by `master bench -cpuprofile` profiles the windows the
+// bench signals to it.
+func init() { masterbench.ProfileOnSignals() }
+
 // runBench is `master bench`: it measures this binary as a master against
 // a real etcd, embedded (fsync on) unless -endpoints names one.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -34,13 +38,29 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	duration := fs.Duration("duration", 5*time.Second, "measured window per row, for the master and for the bare transactions")
 	failover := fs.Bool("failover", true, "also time a standby master taking over each dataset")
 	codec := fs.String("codec", "gob", "the synthetic trainers' encoding: gob or json (JSON-RPC)")
+	door := fs.String("door", masterbench.DoorOff, "the masters' HTTP side door: off; on (-http-addr on loopback, every trainer sends a name, /metrics and /status.json read once a second); "+
+		"or both: each row without, then with it, and the ratios of the two")
+	profile := fs.String("cpuprofile", "", "`directory` where the leader writes a CPU profile of each measured window (go tool pprof)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	logLevel := fs.String("log-level", "info", "log level of the bench's progress lines")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover, Codec: *codec}
+	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover, Codec: *codec,
+		Door: *door}
 	var err error
+	if *profile != "" {
+		if cfg.Profile, err = filepath.Abs(*profile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
+			return err
+		}
+		// The masters inherit the environment (masterbench.ProfileOnSignals).
+		if err := os.Setenv(masterbench.ProfileEnv, cfg.Profile); err != nil {
+			return err
+		}
+	}
 	if cfg.Chunks, err = intList("-chunks", *chunks); err != nil {
 		return err
 	}

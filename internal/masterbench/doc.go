@@ -10,6 +10,13 @@
 // goroutines of the calling process, each with its own connection, doing
 // GetTask round trips that carry the finish of the previous task.
 //
+// With the side door (Config.Door), the master serves -http-addr, every
+// trainer sends a name of its own, and the bench reads /metrics and
+// /status.json once a second during each window, as Prometheus and a person
+// with the status page open would: what that costs the master is part of
+// the figure. DoorBoth runs each row without the door, then with it, on two
+// masters of the same dataset, and divides the two.
+//
 // Figures are what one run on one machine measured: they vary with the disk
 // (etcd fsyncs every commit), the cores and whatever else runs. The ratio to
 // the bare transaction rate, measured minutes apart on the same etcd, is

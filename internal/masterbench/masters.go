@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/rpc"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,20 +22,30 @@ type masters struct {
 	cfg   Config
 	dir   string
 	ns    string
+	door  bool // each master opens its HTTP side door on a loopback port
 	procs []*proc.Proc
 }
 
-func newMasters(cfg Config, dir, ns string) *masters {
-	return &masters{cfg: cfg, dir: dir, ns: ns}
+func newMasters(cfg Config, dir, ns string, door bool) *masters {
+	return &masters{cfg: cfg, dir: dir, ns: ns, door: door}
 }
+
+// doorLine is the line a master logs once its side door is open, with the
+// status page's URL.
+var doorLine = regexp.MustCompile(`msg="status page, [^"]*" .*url="?([^" ]+)`)
 
 // start starts a master; onLog, if not nil, gets each line it logs.
 func (m *masters) start(onLog func(string)) (*proc.Proc, error) {
-	args := append([]string{
+	args := []string{
 		"-endpoints", strings.Join(m.cfg.Endpoints, ","), "-namespace", m.ns, "-addr", "127.0.0.1:0",
 		"-chunks-per-task", fmt.Sprint(m.cfg.ChunksPerTask), "-passes", fmt.Sprint(1 << 30), "-log-level", "info",
-	}, m.cfg.MasterArgs...)
-	p, err := proc.Start(m.dir, m.cfg.Master, fmt.Sprintf("master-%d", len(m.procs)), args, nil, onLog)
+	}
+	name := fmt.Sprintf("master-%d", len(m.procs))
+	if m.door {
+		args = append(args, "-http-addr", "127.0.0.1:0")
+		name = fmt.Sprintf("master-door-%d", len(m.procs)) // beside the other job's logs
+	}
+	p, err := proc.Start(m.dir, m.cfg.Master, name, append(args, m.cfg.MasterArgs...), nil, onLog)
 	if err != nil {
 		return nil, err
 	}
@@ -42,19 +53,35 @@ func (m *masters) start(onLog func(string)) (*proc.Proc, error) {
 	return p, nil
 }
 
-// startLeader starts a master and waits until it publishes its address.
-func (m *masters) startLeader(ctx context.Context) (*proc.Proc, string, error) {
-	p, err := m.start(nil)
+// startLeader starts a master and waits until it publishes its address
+// and, with the door, has logged its status page's URL (else "").
+func (m *masters) startLeader(ctx context.Context) (p *proc.Proc, addr, doorURL string, err error) {
+	urls := make(chan string, 1)
+	p, err = m.start(func(line string) {
+		if u := doorLine.FindStringSubmatch(line); u != nil {
+			select {
+			case urls <- u[1]:
+			default:
+			}
+		}
+	})
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	addr, err := discovery.NewResolver(m.cfg.Client, m.ns).Resolve(ctx)
-	if err != nil {
-		return nil, "", errors.Wrapf(err, "the master did not publish its address (log: %s)", p.Log)
+	if addr, err = discovery.NewResolver(m.cfg.Client, m.ns).Resolve(ctx); err != nil {
+		return nil, "", "", errors.Wrapf(err, "the master did not publish its address (log: %s)", p.Log)
 	}
-	return p, addr, nil
+	if !m.door {
+		return p, addr, "", nil
+	}
+	select {
+	case doorURL = <-urls:
+		return p, addr, doorURL, nil
+	case <-ctx.Done():
+		return nil, "", "", errors.Errorf("the master did not open its side door (log: %s)", p.Log)
+	}
 }
 
 // failover starts a standby, stops the leader with SIGTERM (it resigns)

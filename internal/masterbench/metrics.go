@@ -18,19 +18,12 @@ const (
 
 // scrapeMetrics reads the named metrics from an etcd's /metrics page.
 func scrapeMetrics(ctx context.Context, client *http.Client, endpoint string, names ...string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("etcd metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("etcd metrics: %s from %s", resp.Status, req.URL)
-	}
-	return parseMetrics(resp.Body, names...)
+	var got map[string]float64
+	err := readPage(ctx, client, strings.TrimSuffix(endpoint, "/")+"/metrics", func(r io.Reader) (err error) {
+		got, err = parseMetrics(r, names...)
+		return err
+	})
+	return got, err
 }
 
 // parseMetrics reads unlabelled samples of the Prometheus text format.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pkg/errors"
@@ -15,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/internal/proc"
 )
 
 // Config configures a run. Zero fields take the defaults.
@@ -33,7 +35,22 @@ type Config struct {
 	Duration      time.Duration // of each window; default 5s
 	Failover      bool          // also time a standby taking over each dataset
 	Codec         string        // the synthetic trainers' encoding: "gob" (default) or "json"
-	Log           logrus.FieldLogger
+	// Door says whether each row runs against a master with its HTTP side
+	// door: DoorOff (the default: no -http-addr, trainers send no name),
+	// DoorOn (-http-addr on loopback, every trainer sends a name of its
+	// own, and /metrics and /status.json are read once a second during the
+	// window), or DoorBoth: each row without, then with, against two
+	// masters of the same dataset, each in a namespace of its own.
+	// DoorBoth runs each row's windows in the order off, on, on, off, so
+	// that a drift during the row weighs on both alike (on the project's
+	// machine, of two windows at 64 trainers against alike masters the
+	// second ran 6% slower on average: doc/performance.md).
+	Door string
+	// Profile, if set, is a directory where the leaders write a CPU
+	// profile of each measured window; the caller puts it in the masters'
+	// environment as ProfileEnv.
+	Profile string
+	Log     logrus.FieldLogger
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -61,6 +78,13 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, errors.Errorf("masterbench: codec %q: want gob or json", c.Codec)
 	}
+	switch c.Door {
+	case "":
+		c.Door = DoorOff
+	case DoorOff, DoorOn, DoorBoth:
+	default:
+		return c, errors.Errorf("masterbench: door %q: want %s, %s or %s", c.Door, DoorOff, DoorOn, DoorBoth)
+	}
 	if c.Warmup == 0 {
 		c.Warmup = time.Second
 	}
@@ -80,6 +104,7 @@ func (c Config) withDefaults() (Config, error) {
 type Report struct {
 	CPUs          int             `json:"cpus"`
 	Codec         string          `json:"codec"`
+	Door          string          `json:"door"` // off, on or both
 	ChunksPerTask int             `json:"chunks_per_task"`
 	Warmup        time.Duration   `json:"warmup_ns"`
 	Duration      time.Duration   `json:"duration_ns"`
@@ -93,12 +118,56 @@ type DatasetResult struct {
 	// Accept is how long ReportDataset took: indexing the files and
 	// saving the index to etcd.
 	Accept time.Duration `json:"accept_ns"`
-	Memory Memory        `json:"master_memory"` // the leader's, after the runs
+	// Memory is the leader's after the runs: the one without the door,
+	// unless the door is on alone; DoorMemory the one with the door, when
+	// both ran.
+	Memory     Memory  `json:"master_memory"`
+	DoorMemory *Memory `json:"door_master_memory,omitempty"`
 	// Failover is the time from SIGTERM to the leader until the standby
-	// answers with the state restored (zero: not measured).
+	// answers with the state restored (zero: not measured), measured on
+	// the master of Memory.
 	Failover       time.Duration `json:"failover_ns,omitempty"`
 	FailoverMemory Memory        `json:"failover_master_memory"`
-	Runs           []Result      `json:"runs"`
+	// Runs are the windows in the order they ran: with the door both,
+	// four for each number of trainers, without the door, with it, with
+	// it, without it.
+	Runs []Result `json:"runs"`
+	// DoorCost compares, with the door both, the windows of each number
+	// of trainers with the door to those without.
+	DoorCost []DoorCost `json:"door_cost,omitempty"`
+}
+
+// DoorCost is what the side door leaves of the master's rate at one number
+// of trainers: the sum of the figure over the windows with the door over
+// its sum over the windows without (off, on, on, off: a drift that is
+// steady over the four cancels out).
+type DoorCost struct {
+	Trainers    int     `json:"trainers"`
+	TasksPerSec float64 `json:"tasks_per_sec"` // of the door's windows over the others'
+	// Ratio compares the ratios to the bare rate, each window's own:
+	// the cost net of the disk's changes between windows.
+	Ratio float64 `json:"ratio"`
+}
+
+// doorCost compares the windows with the door in rows to those without.
+func doorCost(trainers int, rows []Result) DoorCost {
+	var tasks, ratio [2]float64 // without, with
+	for _, r := range rows {
+		i := 0
+		if r.Door {
+			i = 1
+		}
+		tasks[i] += r.TasksPerSec
+		ratio[i] += r.Ratio
+	}
+	c := DoorCost{Trainers: trainers}
+	if tasks[0] > 0 {
+		c.TasksPerSec = tasks[1] / tasks[0]
+	}
+	if ratio[0] > 0 {
+		c.Ratio = ratio[1] / ratio[0]
+	}
+	return c
 }
 
 // Result is one window of trainers, and the bare transactions before it.
@@ -116,6 +185,18 @@ type Result struct {
 	// the keys and values put (zero when the metrics were unreadable).
 	WALBytesPerTask float64 `json:"wal_bytes_per_task"`
 	PutBytesPerTask float64 `json:"put_bytes_per_task"`
+
+	// Door: the master had its side door open, the trainers sent names,
+	// and the door was read during the window: Scrapes pages (/metrics and
+	// /status.json, each read in full) and ScrapeErrors failed reads.
+	// TrainersShown is the trainers_total of the last /status.json.
+	Door          bool `json:"door"`
+	Scrapes       int  `json:"scrapes,omitempty"`
+	ScrapeErrors  int  `json:"scrape_errors,omitempty"`
+	TrainersShown int  `json:"trainers_shown,omitempty"`
+	// Profile is the path of the leader's CPU profile of the window
+	// (Config.Profile).
+	Profile string `json:"cpu_profile,omitempty"`
 }
 
 // Run measures every dataset size, each with every number of trainers.
@@ -124,7 +205,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{CPUs: runtime.NumCPU(), ChunksPerTask: cfg.ChunksPerTask, Warmup: cfg.Warmup, Duration: cfg.Duration, Codec: cfg.Codec}
+	rep := &Report{CPUs: runtime.NumCPU(), ChunksPerTask: cfg.ChunksPerTask, Warmup: cfg.Warmup, Duration: cfg.Duration,
+		Codec: cfg.Codec, Door: cfg.Door}
 	for _, chunks := range cfg.Chunks {
 		d, err := runDataset(ctx, cfg, chunks)
 		if err != nil {
@@ -135,8 +217,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// runDataset starts a master in a namespace of its own, reports a new
-// dataset and runs the trainers; the namespace is deleted afterwards.
+// job is a master process's job on one dataset, with or without the door.
+type job struct {
+	door    bool
+	ns      string
+	masters *masters
+	leader  *proc.Proc
+	addr    string    // the trainers' port
+	doorURL string    // the status page, with the door
+	prof    *profiler // nil unless Config.Profile
+}
+
+// runDataset starts a master per door mode, each in a namespace of its own,
+// reports a new dataset to each and runs the trainers; the namespaces are
+// deleted afterwards.
 func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, error) {
 	res := DatasetResult{Chunks: chunks, Tasks: (chunks + cfg.ChunksPerTask - 1) / cfg.ChunksPerTask}
 	dir := filepath.Join(cfg.Dir, fmt.Sprintf("chunks-%d", chunks))
@@ -146,45 +240,98 @@ func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, err
 	}
 	ns := fmt.Sprintf("/masterbench/%d", time.Now().UnixNano())
 	defer cfg.Client.Delete(context.WithoutCancel(ctx), ns+"/", clientv3.WithPrefix())
-	m := newMasters(cfg, dir, ns)
-	defer m.stopAll()
-	leader, addr, err := m.startLeader(ctx)
-	if err != nil {
-		return res, err
+	var jobs []*job
+	for _, door := range doors(cfg.Door) {
+		j := &job{door: door, ns: ns + "/door-off"}
+		if door {
+			j.ns = ns + "/door-on"
+		}
+		j.masters = newMasters(cfg, dir, j.ns, door)
+		defer j.masters.stopAll()
+		if j.leader, j.addr, j.doorURL, err = j.masters.startLeader(ctx); err != nil {
+			return res, err
+		}
+		if cfg.Profile != "" {
+			j.prof = &profiler{dir: cfg.Profile, p: j.leader}
+		}
+		cfg.Log.WithFields(logrus.Fields{"chunks": chunks, "addr": j.addr, "door": j.doorURL}).Info("master serving; reporting the dataset")
+		start := time.Now()
+		if err := reportDataset(ctx, j.addr, pattern); err != nil {
+			return res, err
+		}
+		if len(jobs) == 0 {
+			res.Accept = time.Since(start)
+		}
+		jobs = append(jobs, j)
 	}
-	cfg.Log.WithFields(logrus.Fields{"chunks": chunks, "addr": addr}).Info("master serving; reporting the dataset")
-	start := time.Now()
-	if err := reportDataset(ctx, addr, pattern); err != nil {
-		return res, err
+	order := jobs
+	if len(jobs) == 2 {
+		order = []*job{jobs[0], jobs[1], jobs[1], jobs[0]}
 	}
-	res.Accept = time.Since(start)
 	for _, trainers := range cfg.Trainers {
-		r, err := runWindow(ctx, cfg, ns, addr, trainers)
+		var rows []Result
+		for _, j := range order {
+			r, err := runWindow(ctx, cfg, j, trainers)
+			if err != nil {
+				return res, err
+			}
+			cfg.Log.WithFields(logrus.Fields{"chunks": chunks, "trainers": trainers, "door": r.Door, "tasks_per_sec": int(r.TasksPerSec),
+				"bare_txns_per_sec": int(r.BareTxnsPerSec)}).Info("window measured")
+			rows = append(rows, r)
+		}
+		res.Runs = append(res.Runs, rows...)
+		if len(jobs) == 2 {
+			res.DoorCost = append(res.DoorCost, doorCost(trainers, rows))
+		}
+	}
+	for i, j := range jobs {
+		mem, err := readMemory(j.leader.Pid())
 		if err != nil {
 			return res, err
 		}
-		cfg.Log.WithFields(logrus.Fields{"chunks": chunks, "trainers": trainers, "tasks_per_sec": int(r.TasksPerSec),
-			"bare_txns_per_sec": int(r.BareTxnsPerSec)}).Info("window measured")
-		res.Runs = append(res.Runs, r)
-	}
-	if res.Memory, err = readMemory(leader.Pid()); err != nil {
-		return res, err
+		if i == 0 {
+			res.Memory = mem
+		} else {
+			res.DoorMemory = &mem
+		}
 	}
 	if cfg.Failover {
-		res.Failover, res.FailoverMemory, err = m.failover(ctx, leader, addr)
+		res.Failover, res.FailoverMemory, err = jobs[0].masters.failover(ctx, jobs[0].leader, jobs[0].addr)
 	}
 	return res, err
 }
 
-// runWindow measures bare transactions, then trainers, at one concurrency.
-func runWindow(ctx context.Context, cfg Config, ns, addr string, trainers int) (Result, error) {
+// doorClient reads the side door, as Prometheus and a browser would: over
+// connections kept open between reads.
+var doorClient = &http.Client{Timeout: 10 * time.Second}
+
+// runWindow measures bare transactions, then trainers, at one concurrency;
+// with the door, it reads the door during the window.
+func runWindow(ctx context.Context, cfg Config, j *job, trainers int) (Result, error) {
 	w := window{Warmup: cfg.Warmup, Duration: cfg.Duration}
-	bare, err := bareTxns(ctx, cfg.Client, ns+"/bare", trainers, w)
+	bare, err := bareTxns(ctx, cfg.Client, j.ns+"/bare", trainers, w)
 	if err != nil {
 		return Result{}, err
 	}
 	before, metricsErr := scrapeMetrics(ctx, cfg.Metrics, cfg.Endpoints[0], walBytesMetric, putBytesMetric)
-	got, err := runTrainers(ctx, dialer(cfg.Codec), addr, trainers, w)
+	from := time.Now().Add(w.Warmup)
+	until := from.Add(w.Duration)
+	sideCtx, stopSide := context.WithCancel(ctx)
+	var side sync.WaitGroup
+	var read scrapes
+	var profile string
+	if j.door {
+		side.Go(func() { read = scrapeDoor(sideCtx, doorClient, j.doorURL, from, until) })
+	}
+	if j.prof != nil {
+		side.Go(func() { profile = j.prof.profile(sideCtx, from, until) })
+	}
+	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, j.door, w)
+	if err != nil {
+		stopSide()
+	}
+	side.Wait()
+	stopSide()
 	if err != nil {
 		return Result{}, err
 	}
@@ -196,9 +343,16 @@ func runWindow(ctx context.Context, cfg Config, ns, addr string, trainers int) (
 		Trainers: trainers, Tasks: got.Ops, NoTask: got.Idle, Latency: summarise(got.Latencies),
 		TasksPerSec:    float64(got.Ops) / cfg.Duration.Seconds(),
 		BareTxnsPerSec: float64(bare.Ops) / cfg.Duration.Seconds(),
+		Door:           j.door, Scrapes: read.ok, ScrapeErrors: read.failed, TrainersShown: read.trainers, Profile: profile,
 	}
 	if r.BareTxnsPerSec > 0 {
 		r.Ratio = r.TasksPerSec / r.BareTxnsPerSec
+	}
+	if read.err != nil {
+		cfg.Log.WithError(read.err).WithField("failed", read.failed).Warn("reads of the side door failed")
+	}
+	if profile != "" {
+		cfg.Log.WithField("profile", profile).Info("CPU profile of the leader during the window")
 	}
 	if metricsErr != nil {
 		cfg.Log.WithError(metricsErr).Warn("no etcd bytes per dispatch")

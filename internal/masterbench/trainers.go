@@ -2,6 +2,7 @@ package masterbench
 
 import (
 	"context"
+	"fmt"
 	"net/rpc"
 	"net/rpc/jsonrpc"
 	"time"
@@ -38,10 +39,17 @@ func dialer(codec string) func(addr string) (*rpc.Client, error) {
 
 // runTrainers runs synthetic trainers, each on its own connection made by
 // dial: every call finishes the trainer's previous task and asks for the
-// next.
-func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, w window) (loadResult, error) {
+// next. Named trainers send the name bench-<i> on every task they send, as
+// go/client does; the others send none, as old trainers do.
+func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, named bool, w window) (loadResult, error) {
 	conns := make([]*rpc.Client, trainers)
 	prev := make([]wire.Task, trainers)
+	names := make([]string, trainers)
+	if named {
+		for i := range names {
+			names[i] = fmt.Sprintf("bench-%d", i)
+		}
+	}
 	defer func() {
 		for _, c := range conns {
 			if c != nil {
@@ -58,6 +66,7 @@ func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), ad
 	}
 	res, err := runLoad(ctx, trainers, w, func(i int) (bool, error) {
 		var next wire.Task
+		prev[i].Trainer = names[i]
 		err := conns[i].Call(wire.ServiceName+".GetTask", prev[i], &next)
 		prev[i] = next // the zero task after an error: the finish was recorded
 		switch {
@@ -78,6 +87,7 @@ func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), ad
 			continue
 		}
 		var report int
+		t.Trainer = names[i]
 		if err := conns[i].Call(wire.ServiceName+".TaskFinished", t, &report); err != nil {
 			return res, errors.Wrapf(err, "finish task %d", t.Index)
 		}
