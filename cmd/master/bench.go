@@ -39,7 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	failover := fs.Bool("failover", true, "also time a standby master taking over each dataset")
 	codec := fs.String("codec", "gob", "the synthetic trainers' encoding: gob or json (JSON-RPC)")
 	door := fs.String("door", masterbench.DoorOff, "the masters' HTTP side door: off; on (-http-addr on loopback, every trainer sends a name, /metrics and /status.json read once a second); "+
-		"or both: each row without, then with it, and the ratios of the two")
+		"or both: each row in four windows, off, on, on, off or the reverse, and the ratios of the two")
 	profile := fs.String("cpuprofile", "", "`directory` where the leader writes a CPU profile of each measured window (go tool pprof)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	logLevel := fs.String("log-level", "info", "log level of the bench's progress lines")

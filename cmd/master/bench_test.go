@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/trainmaster/master/internal/masterbench"
@@ -32,14 +33,14 @@ func checkBench(t *testing.T, codec, door string) {
 	if len(rep.Datasets) != 1 || rep.Codec != codec || rep.Door != door {
 		t.Fatalf("%d datasets, codec %q, door %q\n%s", len(rep.Datasets), rep.Codec, rep.Door, out)
 	}
-	doors := map[string][]bool{masterbench.DoorOff: {false}, masterbench.DoorBoth: {false, true, true, false}}[door]
+	windows := map[string]int{masterbench.DoorOff: 1, masterbench.DoorBoth: 4}[door]
 	d := rep.Datasets[0]
 	if d.Chunks != 300 || d.Tasks != 300 || d.Accept <= 0 || d.Memory.RSS <= 0 || d.Memory.Peak < d.Memory.RSS ||
-		d.Failover <= 0 || d.FailoverMemory.RSS <= 0 || len(d.Runs) != 2*len(doors) || (d.DoorMemory != nil) != (door == masterbench.DoorBoth) {
+		d.Failover <= 0 || d.FailoverMemory.RSS <= 0 || len(d.Runs) != 2*windows || (d.DoorMemory != nil) != (door == masterbench.DoorBoth) {
 		t.Fatalf("dataset figures missing:\n%s", out)
 	}
 	for i, r := range d.Runs {
-		if r.Trainers != []int{1, 4}[i/len(doors)] || r.Door != doors[i%len(doors)] || r.Tasks <= 0 || r.TasksPerSec <= 0 ||
+		if r.Trainers != []int{1, 4}[i/windows] || (r.Door && door == masterbench.DoorOff) || r.Tasks <= 0 || r.TasksPerSec <= 0 ||
 			r.BareTxnsPerSec <= 0 || r.Ratio <= 0 || r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 ||
 			r.Latency.Max < r.Latency.P99 || r.WALBytesPerTask <= 0 || r.PutBytesPerTask <= 0 {
 			t.Errorf("run %d: figures missing: %+v", i, r)
@@ -63,8 +64,14 @@ func checkBench(t *testing.T, codec, door string) {
 		t.Fatalf("door cost: %+v", d.DoorCost)
 	}
 	for i, c := range d.DoorCost {
-		if c.Trainers != []int{1, 4}[i] || c.TasksPerSec <= 0 || c.Ratio <= 0 {
+		order := strings.Join(c.Order, " ")
+		if c.Trainers != []int{1, 4}[i] || c.TasksPerSec <= 0 || c.Ratio <= 0 || (order != "off on on off" && order != "on off off on") {
 			t.Errorf("door cost %d: %+v", i, c)
+		}
+		for k, state := range c.Order {
+			if r := d.Runs[4*i+k]; r.Door != (state == masterbench.DoorOn) {
+				t.Errorf("door cost %d says %s, window %d ran with door %v", i, order, 4*i+k, r.Door)
+			}
 		}
 	}
 }

@@ -14,8 +14,9 @@
 // trainer sends a name of its own, and the bench reads /metrics and
 // /status.json once a second during each window, as Prometheus and a person
 // with the status page open would: what that costs the master is part of
-// the figure. DoorBoth runs each row without the door, then with it, on two
-// masters of the same dataset, and divides the two.
+// the figure. DoorBoth runs each row with and without the door, on two
+// masters of the same dataset, in four windows in a symmetric order (off,
+// on, on, off or the reverse, drawn at random), and divides the two.
 //
 // Figures are what one run on one machine measured: they vary with the disk
 // (etcd fsyncs every commit), the cores and whatever else runs. The ratio to

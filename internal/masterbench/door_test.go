@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,18 @@ func TestBenchScrapeDoor(t *testing.T) {
 	}
 }
 
+func TestBenchDoorOrder(t *testing.T) {
+	off, on := &job{}, &job{door: true}
+	for _, tc := range []struct {
+		doorFirst bool
+		want      []*job
+	}{{false, []*job{off, on, on, off}}, {true, []*job{on, off, off, on}}} {
+		if got := doorOrder([]*job{off, on}, tc.doorFirst); !slices.Equal(got, tc.want) {
+			t.Errorf("door first %v: %v, want %v", tc.doorFirst, got, tc.want)
+		}
+	}
+}
+
 // TestBenchReportText checks the table of a run with the door both ways:
 // the mode of each window, the pages read, and the door's cost, in aligned
 // columns.
@@ -53,7 +66,7 @@ func TestBenchReportText(t *testing.T) {
 		rows = append(rows, r)
 	}
 	cost := doorCost(64, rows)
-	if cost.Trainers != 64 || cost.TasksPerSec != 1 || cost.Ratio != 1 {
+	if cost.Trainers != 64 || cost.TasksPerSec != 1 || cost.Ratio != 1 || strings.Join(cost.Order, " ") != "off on on off" {
 		t.Fatalf("a steady drift is taken for a cost: %+v", cost)
 	}
 	rows[1].TasksPerSec, rows[1].Ratio = rows[1].TasksPerSec-170, 0.784

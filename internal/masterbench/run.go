@@ -3,6 +3,7 @@ package masterbench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,12 +40,12 @@ type Config struct {
 	// door: DoorOff (the default: no -http-addr, trainers send no name),
 	// DoorOn (-http-addr on loopback, every trainer sends a name of its
 	// own, and /metrics and /status.json are read once a second during the
-	// window), or DoorBoth: each row without, then with, against two
-	// masters of the same dataset, each in a namespace of its own.
-	// DoorBoth runs each row's windows in the order off, on, on, off, so
-	// that a drift during the row weighs on both alike (on the project's
-	// machine, of two windows at 64 trainers against alike masters the
-	// second ran 6% slower on average: doc/performance.md).
+	// window), or DoorBoth: each row both without and with, against two
+	// masters of the same dataset, each in a namespace of its own, in four
+	// windows: off, on, on, off or on, off, off, on, drawn at random for
+	// each row. The windows' rates drift during a row, and not evenly
+	// (doc/performance.md): the symmetric order cancels a steady drift,
+	// the draw lets repeated runs average out the rest.
 	Door string
 	// Profile, if set, is a directory where the leaders write a CPU
 	// profile of each measured window; the caller puts it in the masters'
@@ -129,8 +130,7 @@ type DatasetResult struct {
 	Failover       time.Duration `json:"failover_ns,omitempty"`
 	FailoverMemory Memory        `json:"failover_master_memory"`
 	// Runs are the windows in the order they ran: with the door both,
-	// four for each number of trainers, without the door, with it, with
-	// it, without it.
+	// four for each number of trainers (DoorCost.Order).
 	Runs []Result `json:"runs"`
 	// DoorCost compares, with the door both, the windows of each number
 	// of trainers with the door to those without.
@@ -139,20 +139,34 @@ type DatasetResult struct {
 
 // DoorCost is what the side door leaves of the master's rate at one number
 // of trainers: the sum of the figure over the windows with the door over
-// its sum over the windows without (off, on, on, off: a drift that is
-// steady over the four cancels out).
+// its sum over the windows without.
 type DoorCost struct {
-	Trainers    int     `json:"trainers"`
-	TasksPerSec float64 `json:"tasks_per_sec"` // of the door's windows over the others'
+	Trainers int `json:"trainers"`
+	// Order is the door in each of the four windows, in the order they
+	// ran: "off", "on", "on", "off" or "on", "off", "off", "on".
+	Order       []string `json:"order"`
+	TasksPerSec float64  `json:"tasks_per_sec"` // of the door's windows over the others'
 	// Ratio compares the ratios to the bare rate, each window's own:
 	// the cost net of the disk's changes between windows.
 	Ratio float64 `json:"ratio"`
 }
 
+// doorOrder returns the order of a row's four windows: off, on, on, off,
+// or on, off, off, on when doorFirst.
+func doorOrder(jobs []*job, doorFirst bool) []*job {
+	off, on := jobs[0], jobs[1]
+	if doorFirst {
+		off, on = on, off
+	}
+	return []*job{off, on, on, off}
+}
+
 // doorCost compares the windows with the door in rows to those without.
 func doorCost(trainers int, rows []Result) DoorCost {
+	c := DoorCost{Trainers: trainers}
 	var tasks, ratio [2]float64 // without, with
 	for _, r := range rows {
+		c.Order = append(c.Order, onOff(r.Door))
 		i := 0
 		if r.Door {
 			i = 1
@@ -160,7 +174,6 @@ func doorCost(trainers int, rows []Result) DoorCost {
 		tasks[i] += r.TasksPerSec
 		ratio[i] += r.Ratio
 	}
-	c := DoorCost{Trainers: trainers}
 	if tasks[0] > 0 {
 		c.TasksPerSec = tasks[1] / tasks[0]
 	}
@@ -264,11 +277,11 @@ func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, err
 		}
 		jobs = append(jobs, j)
 	}
-	order := jobs
-	if len(jobs) == 2 {
-		order = []*job{jobs[0], jobs[1], jobs[1], jobs[0]}
-	}
 	for _, trainers := range cfg.Trainers {
+		order := jobs
+		if len(jobs) == 2 {
+			order = doorOrder(jobs, rand.IntN(2) == 1)
+		}
 		var rows []Result
 		for _, j := range order {
 			r, err := runWindow(ctx, cfg, j, trainers)

@@ -3,6 +3,7 @@ package masterbench
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -45,8 +46,8 @@ func (r *Report) WriteText(w io.Writer) error {
 			return err
 		}
 		for _, c := range d.DoorCost {
-			fmt.Fprintf(w, "  with the door, %d trainer(s): %.3f of the tasks/s without it, %.3f of the ratio (windows off, on, on, off)\n",
-				c.Trainers, c.TasksPerSec, c.Ratio)
+			fmt.Fprintf(w, "  with the door, %d trainer(s): %.3f of the tasks/s without it, %.3f of the ratio (windows %s)\n",
+				c.Trainers, c.TasksPerSec, c.Ratio, strings.Join(c.Order, ", "))
 		}
 	}
 	return nil
