@@ -48,6 +48,7 @@ type taskSummary struct {
 	Epoch    int        `json:"epoch"`
 	Timeouts int        `json:"timeouts"`
 	Deadline *time.Time `json:"deadline,omitempty"`
+	Trainer  string     `json:"trainer,omitempty"` // pending: who holds it
 	Error    string     `json:"error,omitempty"`
 }
 
@@ -129,7 +130,7 @@ func (in *inspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Rec
 		switch r.Queue {
 		case taskqueue.Pending:
 			d := r.Deadline
-			t.Deadline = &d
+			t.Deadline, t.Trainer = &d, r.Trainer
 			in.Pending = append(in.Pending, t)
 		case taskqueue.Failed:
 			in.Failed = append(in.Failed, t)
@@ -177,7 +178,11 @@ func (in inspection) print(w io.Writer) {
 	fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d\n",
 		in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"])
 	for _, t := range in.Pending {
-		fmt.Fprintf(w, "pending:    task %d epoch %d deadline %s (timeouts %d)\n", t.Task, t.Epoch, t.Deadline.Local().Format(time.RFC3339), t.Timeouts)
+		held := ""
+		if t.Trainer != "" {
+			held = " held by " + t.Trainer
+		}
+		fmt.Fprintf(w, "pending:    task %d epoch %d%s deadline %s (timeouts %d)\n", t.Task, t.Epoch, held, t.Deadline.Local().Format(time.RFC3339), t.Timeouts)
 	}
 	for _, t := range in.Failed {
 		fmt.Fprintf(w, "failed:     task %d after %d timeouts or failures: %s\n", t.Task, t.Timeouts, t.Error)

@@ -56,6 +56,7 @@ type entry struct {
 	Dispatched *time.Time `json:"dispatched,omitempty"`
 	Deadline   *time.Time `json:"deadline,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	Trainer    string     `json:"trainer,omitempty"` // pending: who holds it
 }
 
 var queueNames = map[string]taskqueue.Queue{
@@ -65,7 +66,7 @@ var queueNames = map[string]taskqueue.Queue{
 // encodeEntry encodes a task's entry, its failure reason cut to maxError
 // bytes.
 func encodeEntry(e taskqueue.Entry, maxError int) []byte {
-	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError)}
+	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer}
 	if !e.Dispatched.IsZero() {
 		v.Dispatched, v.Deadline = timePtr(e.Dispatched), timePtr(e.Deadline)
 	}
@@ -100,7 +101,7 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 	if !ok {
 		return taskqueue.Entry{}, errors.Errorf("unknown queue %q", v.Queue)
 	}
-	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error}
+	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer}
 	if v.Dispatched != nil && v.Deadline != nil {
 		e.Dispatched, e.Deadline = *timePtr(*v.Dispatched), *timePtr(*v.Deadline)
 	}

@@ -50,7 +50,7 @@ func BenchmarkRecoverMillion(b *testing.B) {
 	}
 	var all taskqueue.Change
 	for i := range n {
-		_, epoch, ch, err := q.Dispatch(time.Now())
+		_, epoch, ch, err := q.Dispatch(time.Now(), "")
 		if err != nil {
 			b.Fatal(err)
 		}

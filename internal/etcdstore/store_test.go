@@ -78,13 +78,13 @@ func TestRoundTripThroughTheService(t *testing.T) {
 	now := time.Now()
 	// Pass 0 ends; in pass 1: task 0 done, 1 pending, 2 failed for good.
 	for range ds.NumTasks() {
-		task, epoch, ch, _ := q.Dispatch(now)
+		task, epoch, ch, _ := q.Dispatch(now, "")
 		commit(ch)
 		_, ch, _ = q.Finish(task, 0, epoch, now)
 		commit(ch)
 	}
 	for range 3 {
-		_, _, ch, _ := q.Dispatch(now)
+		_, _, ch, _ := q.Dispatch(now, "")
 		commit(ch)
 	}
 	_, ch, _ := q.Finish(0, 1, 1, now)
@@ -94,7 +94,7 @@ func TestRoundTripThroughTheService(t *testing.T) {
 		commit(ch)
 		if q.Entry(2).Queue == taskqueue.Todo {
 			for q.Entry(2).Queue != taskqueue.Pending {
-				_, _, ch, _ = q.Dispatch(now)
+				_, _, ch, _ = q.Dispatch(now, "")
 				commit(ch)
 			}
 		}
@@ -206,7 +206,7 @@ func TestLargeDataset(t *testing.T) {
 		before := store.Stats().BytesWritten.Load()
 		const dispatches = 100
 		for range dispatches {
-			_, _, ch, err := q.Dispatch(time.Now())
+			_, _, ch, err := q.Dispatch(time.Now(), "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,11 +52,17 @@ type RetryCause int
 const (
 	CauseFailed   RetryCause = 1 // a failure report
 	CauseTimedOut RetryCause = 2 // its deadline passed
+	// CauseLost: its trainer was lost (presence.go); the task went back
+	// to the front of Todo without counting as a timeout.
+	CauseLost RetryCause = 3
 )
 
 func (c RetryCause) String() string {
-	if c == CauseFailed {
+	switch c {
+	case CauseFailed:
 		return "failed"
+	case CauseLost:
+		return "trainer lost"
 	}
 	return "timed out"
 }

@@ -42,15 +42,17 @@ type TaskReport struct {
 }
 
 func (t TaskReport) task() wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: t.Trainer}
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer)}
 }
 
 func (r *rpcService) GetTask(finished TaskReport, reply *wire.Task) error {
 	if err := r.admit("GetTask"); err != nil {
 		return err
 	}
-	t, err := r.s.GetTask(context.Background(), finished.task())
-	*reply = t
+	t := finished.task()
+	r.conn.carries(t.Trainer)
+	next, err := r.s.GetTask(context.Background(), t)
+	*reply = next
 	return err
 }
 
@@ -58,7 +60,9 @@ func (r *rpcService) TaskFinished(task TaskReport, reply *int) error {
 	if err := r.admit("TaskFinished"); err != nil {
 		return err
 	}
-	rep, err := r.s.TaskFinished(context.Background(), task.task())
+	t := task.task()
+	r.conn.carries(t.Trainer)
+	rep, err := r.s.TaskFinished(context.Background(), t)
 	*reply = int(rep)
 	return err
 }
@@ -67,7 +71,9 @@ func (r *rpcService) TaskFailed(task TaskReport, reply *int) error {
 	if err := r.admit("TaskFailed"); err != nil {
 		return err
 	}
-	rep, err := r.s.TaskFailed(context.Background(), task.task())
+	t := task.task()
+	r.conn.carries(t.Trainer)
+	rep, err := r.s.TaskFailed(context.Background(), t)
 	*reply = int(rep)
 	return err
 }

@@ -149,6 +149,7 @@ func (sv *Server) admit(raw net.Conn) {
 func (sv *Server) serveConn(c *trainerConn) {
 	defer sv.wg.Done()
 	defer sv.untrack(c)
+	defer c.forgetNames()
 	defer c.close()
 	c.watchIdle(sv.cfg.Limits.IdleTimeout)
 	if sv.cfg.TLS != nil {

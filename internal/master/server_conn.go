@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/rpc"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,39 @@ type trainerConn struct {
 
 	authenticated atomic.Bool
 	refuseOnce    sync.Once
+
+	namesMu sync.Mutex
+	names   []string // trainer names its calls carried, at most maxNamesPerConn
+}
+
+// maxNamesPerConn bounds the trainer names one connection is followed for
+// (presence.go): a trainer sends one; a client that sends more is only
+// followed for its first ones.
+const maxNamesPerConn = 4
+
+// carries notes that a call on c carried trainer's name (wire.TrainerName
+// applied), and tells the service when it is a new one.
+func (c *trainerConn) carries(trainer string) {
+	if c == nil || !named(trainer) {
+		return
+	}
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
+	if len(c.names) >= maxNamesPerConn || slices.Contains(c.names, trainer) {
+		return
+	}
+	c.names = append(c.names, trainer)
+	c.sv.svc.Connected(trainer)
+}
+
+// forgetNames tells the service that c no longer carries its names.
+func (c *trainerConn) forgetNames() {
+	c.namesMu.Lock()
+	defer c.namesMu.Unlock()
+	for _, trainer := range c.names {
+		c.sv.svc.Disconnected(trainer)
+	}
+	c.names = nil
 }
 
 func newTrainerConn(raw net.Conn, sv *Server) *trainerConn {

@@ -42,6 +42,10 @@ type Config struct {
 	// Observer is told what the service does (metrics, status page);
 	// default: nothing is told.
 	Observer Observer
+	// TrainerGrace is how long a named trainer holding tasks may stay
+	// without a connection before its tasks go back to Todo (presence.go);
+	// default DefaultTrainerGrace, negative: never.
+	TrainerGrace time.Duration
 }
 
 // ErrLeadershipLost is what a Store wraps when it rejects a write because this
@@ -79,6 +83,8 @@ type Service struct {
 	groups     []*group // changes waiting for the committer, oldest first
 	newest     *group   // the group of the last change, until it is durable
 	committing bool     // a caller or a goroutine is committing the groups
+
+	pres presence // the trainers' connections (presence.go)
 }
 
 // New returns a Service; Restore loads any state the store already holds.
@@ -107,10 +113,13 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
 	}
+	if cfg.TrainerGrace == 0 {
+		cfg.TrainerGrace = DefaultTrainerGrace
+	}
 	if _, err := taskqueue.New(cfg.Queue, 1, func(int) int64 { return 1 }); err != nil {
 		return nil, err // the queue configuration is checked up front
 	}
-	return &Service{cfg: cfg}, nil
+	return &Service{cfg: cfg, pres: newPresence()}, nil
 }
 
 // Restore loads the state held by the store, re-arming the deadlines of
@@ -176,6 +185,7 @@ func (s *Service) reload(ctx context.Context) error {
 		s.cfg.Log.WithFields(fields).Info("state restored")
 	}
 	s.rearm()
+	s.graceHolders()
 	return nil
 }
 
@@ -189,6 +199,7 @@ func (s *Service) Close() {
 
 func (s *Service) stopLocked() {
 	s.closed = true
+	s.stopGraces()
 	s.ds, s.q = nil, nil
 	s.failGroups(wire.ErrNotServing)
 	if s.timer != nil {
@@ -353,7 +364,7 @@ func (s *Service) getTask(ctx context.Context, finished wire.Task) (op, wire.Tas
 // change and what to log once the change is durable.
 func (s *Service) dispatch(trainer string) (wire.Task, taskqueue.Change, func(), error) {
 	now := s.cfg.Clock.Now()
-	task, epoch, ch, err := s.q.Dispatch(now)
+	task, epoch, ch, err := s.q.Dispatch(now, trainer)
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
 		return wire.Task{}, ch, nil, wire.ErrNoTask

@@ -62,6 +62,7 @@ var (
 	finishesDesc    = desc("trainmaster_finishes_total", "Finish reports recorded.")
 	failuresDesc    = desc("trainmaster_failures_total", "Failure reports that sent a task back to todo or discarded it.")
 	timeoutsDesc    = desc("trainmaster_timeouts_total", "Tasks whose timeout passed (sent back to todo or discarded).")
+	lostDesc        = desc("trainmaster_trainer_lost_tasks_total", "Tasks sent back to todo at once because their trainer was lost (no connection for -trainer-grace); not counted as timeouts.")
 	discardsDesc    = desc("trainmaster_discards_total", "Tasks discarded for their pass after too many timeouts and failures.")
 	rejectedDesc    = desc("trainmaster_fenced_writes_rejected_total", "Commits etcd rejected because this master no longer held the lock.")
 	trainersDesc    = desc("trainmaster_trainers", "Trainers this master tracks (seen lately or holding a task).")
@@ -86,7 +87,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	m.metrics.commit.Describe(ch)
 	m.metrics.groupSize.Describe(ch)
 	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
-		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, discardsDesc, rejectedDesc,
+		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, discardsDesc, rejectedDesc,
 		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
 		trainerHeld, trainerLastSeen, trainerStalled} {
 		ch <- d
@@ -127,6 +128,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(finishesDesc, float64(cn.finishes))
 	counter(failuresDesc, float64(cn.failures))
 	counter(timeoutsDesc, float64(cn.timeouts))
+	counter(lostDesc, float64(cn.lost))
 	counter(discardsDesc, float64(cn.discards))
 	counter(rejectedDesc, float64(cn.rejected))
 	gauge(trainersDesc, float64(st.TrainersTotal))

@@ -71,7 +71,7 @@ type Monitor struct {
 
 // counts are the monitor's counters, exported as Prometheus counters.
 type counts struct {
-	dispatches, finishes, records, failures, timeouts, discards, rejected int64
+	dispatches, finishes, records, failures, timeouts, lost, discards, rejected int64
 }
 
 // meanHold is a moving mean of how long tasks are held, dispatch to finish.
@@ -170,6 +170,8 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 			holder.timeouts++
 			holder.timedOutSinceSeen = true
 		}
+	case master.CauseLost:
+		m.counts.lost++
 	}
 	if ev.Discarded {
 		m.counts.discards++

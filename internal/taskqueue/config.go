@@ -28,6 +28,11 @@ type Config struct {
 	MaxTimeouts int           // a task that times out or fails more often than this in a pass moves to Failed; default 3
 	Window      int           // finished dispatches in the moving average; default 20
 	MinSamples  int           // finished dispatches before the average is used; default 3
+	// Reassign is how long a task that timed out waits for a trainer other
+	// than the one it was taken from; after it, that one may have it
+	// again. Default 3 s (a few of the clients' retry backoffs); negative:
+	// no wait.
+	Reassign time.Duration
 }
 
 // Defaults of Config.
@@ -39,6 +44,7 @@ const (
 	DefaultMaxTimeouts = 3
 	DefaultWindow      = 20
 	DefaultMinSamples  = 3
+	DefaultReassign    = 3 * time.Second
 )
 
 // withDefaults fills zero fields and checks the rest.
@@ -63,6 +69,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MinSamples == 0 {
 		c.MinSamples = DefaultMinSamples
+	}
+	if c.Reassign == 0 {
+		c.Reassign = DefaultReassign
 	}
 	switch {
 	case c.Passes < 0 || c.Passes > math.MaxInt32:

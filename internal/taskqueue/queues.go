@@ -43,10 +43,13 @@ type Entry struct {
 	Queue      Queue     // where the task is
 	Epoch      int       // dispatches of the task in this pass
 	Timeouts   int       // timeouts and failure reports in this pass (the design's NumTimeout)
-	Seq        int64     // order in Todo: lower is dispatched first
+	Seq        int64     // order in Todo: lower is dispatched first; negative for tasks sent to the front (Release)
 	Dispatched time.Time // Pending: when the current dispatch started
 	Deadline   time.Time // Pending: when the current dispatch times out (may be brought forward, see Config)
 	Error      string    // the last failure reason or timeout, for inspection
+	// Trainer is, while the task is Pending, the name of the trainer it
+	// was handed to ("" for one that sent none); empty in other queues.
+	Trainer string
 }
 
 // Record is one task's entry, as a Change carries it.
@@ -102,9 +105,15 @@ type Queues struct {
 	doneRecs int64      // records of the tasks Done in this pass
 	todo     []todoItem // ordered by seq; items whose task moved on are skipped
 	todoHead int
-	nextSeq  int64
-	timers   deadlineHeap
-	avg      movingAverage
+	nextSeq  int64 // the Seq of the next task sent to the end of Todo
+	// nextFront is the Seq of the next task sent to the front: negative,
+	// decreasing.
+	nextFront int64
+	timers    deadlineHeap
+	avg       movingAverage
+	holders   map[int]string      // pending task -> its trainer (holders.go)
+	holding   map[string]*holding // trainer -> what it holds
+	avoid     map[int]avoidance   // task sent back by a timeout -> the trainer it was taken from
 }
 
 type todoItem struct {
@@ -141,7 +150,8 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 		return nil, fmt.Errorf("taskqueue: stored pass %d is negative or too large", pass)
 	}
 	pass = min(pass, cfg.Passes)
-	q := &Queues{cfg: cfg, records: records, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window)}
+	q := &Queues{cfg: cfg, records: records, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window),
+		holders: map[int]string{}, holding: map[string]*holding{}, avoid: map[int]avoidance{}}
 	for i := range q.entries {
 		q.entries[i].pass = -1
 	}
@@ -174,6 +184,7 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	r.Error = wire.CutReason(r.Error)
 	q.set(r.Index, r.Entry)
 	q.nextSeq = max(q.nextSeq, r.Seq+1)
+	q.nextFront = min(q.nextFront, r.Seq-1)
 	return nil
 }
 
@@ -200,11 +211,19 @@ func CheckRecord(r Record, numTasks int) error {
 		return bad("epoch %d (want 1 to %d)", r.Epoch, math.MaxInt32)
 	case r.Timeouts < 0 || r.Timeouts > r.Epoch:
 		return bad("%d timeouts in %d dispatches", r.Timeouts, r.Epoch)
-	case r.Seq < 0:
-		return bad("todo order %d", r.Seq)
+	case r.Seq < minSeq:
+		return bad("todo order %d (want at least %d)", r.Seq, minSeq)
+	case len(r.Trainer) > wire.MaxTrainerNameBytes:
+		return bad("trainer name of %d bytes (at most %d)", len(r.Trainer), wire.MaxTrainerNameBytes)
+	case r.Queue != Pending && r.Trainer != "":
+		return bad("trainer %q named in queue %v (only a pending task has one)", r.Trainer, r.Queue)
 	}
 	return nil
 }
+
+// minSeq is the lowest Seq an entry may have: as many tasks can be sent to
+// the front of Todo in a pass as dispatches fit the epochs' int32.
+const minSeq = -1 << 62
 
 // startPass makes every task untouched in pass p.
 func (q *Queues) startPass(p int) {
@@ -215,6 +234,8 @@ func (q *Queues) startPass(p int) {
 	q.timers = q.timers[:0]
 	q.todo, q.todoHead = q.todo[:0], 0
 	q.nextSeq = int64(len(q.entries))
+	q.nextFront = -1
+	clear(q.avoid)
 	if p == q.cfg.Passes {
 		return
 	}
@@ -241,7 +262,11 @@ func (q *Queues) entry(task int) Entry {
 	if int(s.pass) != q.pass {
 		return Entry{Pass: q.pass, Queue: Todo, Seq: int64(task)}
 	}
-	return s.entry(q.reasons[task])
+	e := s.entry(q.reasons[task])
+	if e.Queue == Pending {
+		e.Trainer = q.holders[task]
+	}
+	return e
 }
 
 // set replaces a task's entry, keeping counts, Todo and timers in step.
@@ -257,6 +282,12 @@ func (q *Queues) set(task int, e Entry) {
 		}
 	}
 	q.entries[task] = toSlot(e)
+	if old.Queue == Pending {
+		q.unhold(task)
+	}
+	if e.Queue == Pending {
+		q.hold(task, e.Trainer)
+	}
 	if e.Error != "" {
 		q.reasons[task] = e.Error
 	} else {
@@ -264,32 +295,52 @@ func (q *Queues) set(task int, e Entry) {
 	}
 	switch {
 	case e.Queue == Todo && (old.Queue != Todo || old.Seq != e.Seq):
-		q.todo = append(q.todo, todoItem{task: task, seq: e.Seq})
+		q.enqueue(todoItem{task: task, seq: e.Seq})
 	case e.Queue == Pending:
 		heap.Push(&q.timers, deadlineItem{at: nanos(e.Deadline), task: task, epoch: e.Epoch})
 	}
 }
 
-// Dispatch hands out the task at the head of Todo.
-func (q *Queues) Dispatch(now time.Time) (task, epoch int, ch Change, err error) {
+// Dispatch hands out the task at the head of Todo to trainer (its name;
+// "" or wire.Unnamed for one that sent none), passing over the tasks that
+// timed out with it while they wait for another trainer (holders.go). The
+// deadline allows for the tasks trainer already holds.
+func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Change, err error) {
 	if q.pass == q.cfg.Passes {
 		return 0, 0, Change{}, ErrAllDone
 	}
-	for ; q.todoHead < len(q.todo); q.todoHead++ {
-		it := q.todo[q.todoHead]
-		e := q.entry(it.task)
-		if e.Queue != Todo || e.Seq != it.seq {
-			continue // the task moved on since it was queued
-		}
-		q.todoHead++
-		e.Queue, e.Epoch = Pending, e.Epoch+1
-		e.Dispatched, e.Deadline = now, now.Add(q.timeoutFor(q.records(it.task)))
-		ch = q.change(it.task, e)
+	i, ok := q.nextFor(trainer, now)
+	if !ok {
 		q.compactTodo()
-		return it.task, e.Epoch, ch, nil
+		return 0, 0, Change{}, ErrNoTask
 	}
+	task = q.todo[i].task
+	depth := q.depth(trainer)
+	e := q.entry(task)
+	e.Queue, e.Epoch, e.Trainer = Pending, e.Epoch+1, trainer
+	if !tracked(trainer) {
+		e.Trainer = ""
+	}
+	e.Dispatched, e.Deadline = now, now.Add(q.timeoutFor(q.records(task))*time.Duration(1+depth))
+	delete(q.avoid, task)
+	ch = q.change(task, e)
+	q.entries[task].depth = uint8(depth)
 	q.compactTodo()
-	return 0, 0, Change{}, ErrNoTask
+	return task, e.Epoch, ch, nil
+}
+
+// enqueue adds an item to Todo: at the end, or at the front for a task
+// sent there (a negative Seq, lower than any other).
+func (q *Queues) enqueue(it todoItem) {
+	switch {
+	case it.seq >= 0:
+		q.todo = append(q.todo, it)
+	case q.todoHead > 0: // reuse a consumed place before the head
+		q.todoHead--
+		q.todo[q.todoHead] = it
+	default:
+		q.todo = slices.Insert(q.todo, 0, it)
+	}
 }
 
 // compactTodo drops the consumed head of Todo once it is most of the slice.
@@ -309,11 +360,18 @@ func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Chan
 	if e.Queue == Done {
 		return wire.AlreadyDone, Change{}, nil
 	}
-	if e.Queue == Pending && e.Epoch == epoch {
-		q.sample(task, now.Sub(e.Dispatched))
+	current := e.Queue == Pending && e.Epoch == epoch
+	usable := current && q.sample(task, now.Sub(q.started(e)))
+	holder := e.Trainer
+	e.Queue, e.Dispatched, e.Deadline, e.Trainer = Done, time.Time{}, time.Time{}, ""
+	ch := q.change(task, e)
+	if current {
+		q.finishedBy(holder, now)
 	}
-	e.Queue, e.Dispatched, e.Deadline = Done, time.Time{}, time.Time{}
-	return wire.Recorded, q.change(task, e), nil
+	if usable {
+		ch.Records = append(ch.Records, q.tightenPending()...)
+	}
+	return wire.Recorded, ch, nil
 }
 
 // Fail records that the current dispatch of the task failed; like a timeout,
@@ -344,6 +402,9 @@ func (q *Queues) Expire(now time.Time) (expired []int, ch Change) {
 			continue // finished or failed since
 		}
 		reason := fmt.Sprintf("dispatch %d timed out after %v", e.Epoch, e.Deadline.Sub(e.Dispatched).Round(time.Millisecond))
+		if tracked(e.Trainer) && q.cfg.Reassign > 0 {
+			q.avoid[it.task] = avoidance{trainer: e.Trainer, until: now.Add(q.cfg.Reassign)}
+		}
 		c := q.change(it.task, q.retry(e, reason))
 		ch.Records = append(ch.Records, c.Records...)
 		ch.PassChanged = ch.PassChanged || c.PassChanged
@@ -358,7 +419,7 @@ func (q *Queues) Expire(now time.Time) (expired []int, ch Change) {
 func (q *Queues) retry(e Entry, reason string) Entry {
 	e.Timeouts++
 	e.Error = reason
-	e.Dispatched, e.Deadline = time.Time{}, time.Time{}
+	e.Dispatched, e.Deadline, e.Trainer = time.Time{}, time.Time{}, ""
 	if e.Timeouts > q.cfg.MaxTimeouts {
 		e.Queue = Failed
 		return e

@@ -27,7 +27,7 @@ func newQueues(t *testing.T, cfg Config, n int) *Queues {
 
 func dispatch(t *testing.T, q *Queues, now time.Time) (int, int) {
 	t.Helper()
-	task, epoch, ch, err := q.Dispatch(now)
+	task, epoch, ch, err := q.Dispatch(now, "")
 	if err != nil {
 		t.Fatalf("dispatch: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestDispatchOrderAndEpochs(t *testing.T) {
 			t.Fatalf("dispatched task %d epoch %d, want task %d epoch 1", task, epoch, want)
 		}
 	}
-	if _, _, _, err := q.Dispatch(t0); !errors.Is(err, ErrNoTask) {
+	if _, _, _, err := q.Dispatch(t0, ""); !errors.Is(err, ErrNoTask) {
 		t.Fatalf("fourth dispatch: %v, want no task", err)
 	}
 	if c := counts(q); c != [4]int{0, 3, 0, 0} {
@@ -87,8 +87,8 @@ func TestReports(t *testing.T) {
 		}},
 		{"finish of an older epoch while pending again", func(q *Queues) {
 			q.Fail(0, 0, 1, "x")
-			q.Dispatch(t0) // task 2
-			q.Dispatch(t0) // task 0, epoch 2
+			q.Dispatch(t0, "") // task 2
+			q.Dispatch(t0, "") // task 0, epoch 2
 		}, []step{
 			{"finish", 0, 1, 0, wire.Recorded, nil, Done},
 			{"finish", 0, 2, 0, wire.AlreadyDone, nil, Done},
@@ -113,8 +113,8 @@ func TestReports(t *testing.T) {
 		}},
 		{"fail of an older epoch", func(q *Queues) {
 			q.Fail(0, 0, 1, "x")
-			q.Dispatch(t0)
-			q.Dispatch(t0)
+			q.Dispatch(t0, "")
+			q.Dispatch(t0, "")
 		}, []step{{"fail", 0, 1, 0, wire.Superseded, nil, Pending}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +219,7 @@ func TestPassEnds(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, _, _, err := q.Dispatch(t0); !errors.Is(err, ErrAllDone) || !q.AllDone() {
+			if _, _, _, err := q.Dispatch(t0, ""); !errors.Is(err, ErrAllDone) || !q.AllDone() {
 				t.Fatalf("after the last pass: %v", err)
 			}
 		})
@@ -229,7 +229,7 @@ func TestPassEnds(t *testing.T) {
 func TestPendingWithoutTodoIsNoTask(t *testing.T) {
 	q := newQueues(t, Config{}, 1)
 	dispatch(t, q, t0)
-	if _, _, _, err := q.Dispatch(t0); !errors.Is(err, ErrNoTask) {
+	if _, _, _, err := q.Dispatch(t0, ""); !errors.Is(err, ErrNoTask) {
 		t.Fatalf("%v, want no task available", err)
 	}
 }
@@ -354,13 +354,13 @@ func TestRestore(t *testing.T) {
 	}
 	// Pass 0 ends; in pass 1 task 0 is done, 1 pending, 2 timed out and back in Todo.
 	for range 5 {
-		task, epoch, ch, _ := q.Dispatch(t0)
+		task, epoch, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
 		_, ch, _ = q.Finish(task, 0, epoch, t0)
 		keep(ch)
 	}
 	for range 3 {
-		_, _, ch, _ := q.Dispatch(t0)
+		_, _, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
 	}
 	_, ch, _ := q.Finish(0, 1, 1, t0)
@@ -412,7 +412,8 @@ func TestRestoreRefusesBadEntries(t *testing.T) {
 		{"more timeouts than dispatches", func(r *Record) { r.Timeouts = 3 }, "3 timeouts in 2 dispatches"},
 		{"negative timeouts", func(r *Record) { r.Timeouts = -1 }, "-1 timeouts"},
 		{"unknown queue", func(r *Record) { r.Queue = 9 }, "unknown queue 9"},
-		{"negative seq", func(r *Record) { r.Seq = -2 }, "todo order -2"},
+		{"seq below the front", func(r *Record) { r.Seq = minSeq - 1 }, "todo order -4611686018427387905"},
+		{"trainer of a done task", func(r *Record) { r.Queue, r.Trainer = Done, "a" }, `trainer "a" named in queue done`},
 		{"negative pass", func(r *Record) { r.Pass = -1 }, "pass -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -497,16 +498,16 @@ func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
 	var changes []Change
 	keep := func(ch Change) { changes = append(changes, ch) }
 	for range 2 { // two passes, with a failure, a retry and a timeout
-		a, ea, ch, _ := q.Dispatch(t0)
+		a, ea, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
-		b, eb, ch, _ := q.Dispatch(t0)
+		b, eb, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
 		_, ch, _ = q.Fail(a, q.Pass(), ea, "bad block")
 		keep(ch)
 		_, ch, _ = q.Finish(b, q.Pass(), eb, t0)
 		keep(ch)
 		for pass := q.Pass(); q.Pass() == pass; {
-			task, epoch, ch, err := q.Dispatch(t0)
+			task, epoch, ch, err := q.Dispatch(t0, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -515,7 +516,7 @@ func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
 			keep(ch)
 		}
 	}
-	_, _, ch, _ := q.Dispatch(t0)
+	_, _, ch, _ := q.Dispatch(t0, "")
 	keep(ch)
 	_, ch = q.Expire(t0.Add(time.Hour))
 	keep(ch)

@@ -13,6 +13,7 @@ type slot struct {
 	epoch      int32
 	timeouts   int32
 	queue      Queue
+	depth      uint8 // Pending: the tasks its trainer held when it was dispatched (holders.go)
 }
 
 func toSlot(e Entry) slot {

@@ -32,7 +32,7 @@ func BenchmarkQueuesMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		for range tasks {
-			if _, _, _, err := q.Dispatch(t0); err != nil {
+			if _, _, _, err := q.Dispatch(t0, ""); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -45,30 +45,37 @@ func (q *Queues) timeoutFor(records int64) time.Duration {
 	return min(max(d, q.cfg.TimeoutMin), q.cfg.Timeout)
 }
 
-// sample records how long a finished dispatch took. When it is the sample
-// that makes the average usable, the dispatches still running with the
-// initial timeout get the adaptive one too (counted from their dispatch), so
-// a task stalled in the first wave does not hold its pass for the whole
-// initial timeout.
-func (q *Queues) sample(task int, took time.Duration) {
+// sample records how long a finished dispatch took, and reports whether
+// it is the sample that makes the average usable: then the dispatches
+// still running with the initial timeout are to get the adaptive one too
+// (tightenPending), so that a task stalled in the first wave does not hold
+// its pass for the whole initial timeout.
+func (q *Queues) sample(task int, took time.Duration) bool {
 	if took < 0 {
 		took = 0
 	}
 	q.avg.add(took.Seconds() / float64(max(q.records(task), 1)))
-	if q.avg.filled == q.cfg.MinSamples {
-		q.tightenPending()
-	}
+	return q.avg.filled == q.cfg.MinSamples
 }
 
-func (q *Queues) tightenPending() {
+// tightenPending gives the pending dispatches the adaptive timeout, counted
+// from their dispatch and allowing for their depth, where it is shorter
+// than theirs; it returns their new entries, so that the store (and
+// master inspect) has the deadlines the master applies.
+func (q *Queues) tightenPending() []Record {
+	var changed []Record
 	for _, it := range slices.Clone(q.timers) {
 		e := q.entry(it.task)
 		if e.Queue != Pending || e.Epoch != it.epoch {
 			continue
 		}
-		if d := e.Dispatched.Add(q.timeoutFor(q.records(it.task))); d.Before(e.Deadline) {
+		depth := time.Duration(1 + q.entries[it.task].depth)
+		if d := e.Dispatched.Add(q.timeoutFor(q.records(it.task)) * depth); d.Before(e.Deadline) {
 			q.entries[it.task].deadline = nanos(d)
 			heap.Push(&q.timers, deadlineItem{at: nanos(d), task: it.task, epoch: it.epoch})
+			e.Deadline = d
+			changed = append(changed, Record{Index: it.task, Entry: e})
 		}
 	}
+	return changed
 }

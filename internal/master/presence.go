@@ -1,0 +1,154 @@
+package master
+
+import (
+	"context"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// Lost trainers. The server tells the service when a connection first
+// carries a trainer's name (Connected) and when such a connection ends
+// (Disconnected). A named trainer that holds tasks and has no connection
+// left for Config.TrainerGrace is lost: its tasks go back to the front of
+// Todo at once (taskqueue.Release) instead of waiting for their timeouts,
+// and that is not counted against -task-timeout-max. When a term starts,
+// every trainer holding tasks in the restored state gets the same grace to
+// call this master.
+//
+// A trainer that is alive keeps a connection open (go/client and the
+// Python client do), so a slow one keeps its tasks until they time out,
+// and a network blip shorter than the grace changes nothing. Trainers that
+// send no name cannot be told apart and are never taken for lost.
+
+// DefaultTrainerGrace is Config.TrainerGrace's default.
+const DefaultTrainerGrace = 5 * time.Second
+
+// presence is what the service knows of its trainers' connections. Its
+// maps are bounded by the connections open and the trainers holding tasks.
+type presence struct {
+	conns map[string]int     // trainer -> open connections that carried its name
+	gone  map[string]goneFor // trainer holding tasks -> its grace running
+}
+
+// goneFor is a grace running for a trainer without a connection.
+type goneFor struct {
+	since time.Time
+	timer Timer
+}
+
+func newPresence() presence {
+	return presence{conns: map[string]int{}, gone: map[string]goneFor{}}
+}
+
+// Connected tells the service that a connection carries trainer's name.
+func (s *Service) Connected(trainer string) {
+	if !named(trainer) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pres.conns[trainer]++
+	if g, ok := s.pres.gone[trainer]; ok {
+		g.timer.Stop()
+		delete(s.pres.gone, trainer)
+		s.cfg.Log.WithFields(logrus.Fields{"trainer": trainer, "away": s.cfg.Clock.Now().Sub(g.since).Round(time.Millisecond)}).
+			Debug("trainer back within its grace: it keeps its tasks")
+	}
+}
+
+// Disconnected tells the service that a connection that carried trainer's
+// name ended.
+func (s *Service) Disconnected(trainer string) {
+	if !named(trainer) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pres.conns[trainer]--; s.pres.conns[trainer] > 0 {
+		return
+	}
+	delete(s.pres.conns, trainer)
+	if s.q != nil && s.q.Holders()[trainer] > 0 {
+		s.startGrace(trainer)
+	}
+}
+
+// named reports whether trainer is a name the service follows.
+func named(trainer string) bool { return trainer != "" && trainer != wire.Unnamed }
+
+// startGrace starts trainer's grace, unless one runs or the service does
+// not follow trainers. Called with s.mu held.
+func (s *Service) startGrace(trainer string) {
+	if _, ok := s.pres.gone[trainer]; ok || s.cfg.TrainerGrace < 0 || s.closed {
+		return
+	}
+	s.pres.gone[trainer] = goneFor{since: s.cfg.Clock.Now(), timer: s.cfg.Clock.AfterFunc(s.cfg.TrainerGrace, func() { s.lose(trainer) })}
+}
+
+// graceHolders starts the grace of every trainer holding tasks in a state
+// just restored that has no connection to this master. Called with s.mu
+// held.
+func (s *Service) graceHolders() {
+	if s.q == nil {
+		return
+	}
+	for trainer := range s.q.Holders() {
+		if s.pres.conns[trainer] == 0 {
+			s.startGrace(trainer)
+		}
+	}
+}
+
+// stopGraces stops every grace running. Called with s.mu held.
+func (s *Service) stopGraces() {
+	for trainer, g := range s.pres.gone {
+		g.timer.Stop()
+		delete(s.pres.gone, trainer)
+	}
+}
+
+// lose releases the tasks of trainer, whose grace ran out.
+func (s *Service) lose(trainer string) {
+	o, ok := s.loseChange(trainer)
+	if !ok {
+		return
+	}
+	if err := s.complete(o); err != nil {
+		s.cfg.Log.WithError(err).WithField("trainer", trainer).Error("cannot commit the release of a lost trainer's tasks; they wait for their timeouts")
+	}
+}
+
+func (s *Service) loseChange(trainer string) (op, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.pres.gone[trainer]
+	if !ok {
+		return op{}, false // it came back, or the term ended
+	}
+	delete(s.pres.gone, trainer)
+	if err := s.readyWithDataset(context.Background()); err != nil {
+		return op{}, false
+	}
+	released, ch := s.q.Release(trainer)
+	if len(released) == 0 {
+		return op{}, false
+	}
+	now := s.cfg.Clock.Now()
+	fields := logrus.Fields{"trainer": trainer, "tasks": released, "pass": s.q.Pass(),
+		"away": now.Sub(g.since).Round(time.Millisecond), "grace": s.cfg.TrainerGrace}
+	events := make([]TaskEvent, 0, len(ch.Records))
+	for _, r := range ch.Records {
+		ev := s.event(r.Index, r.Epoch, now)
+		ev.Timeouts, ev.Reason = r.Timeouts, r.Error
+		events = append(events, ev)
+	}
+	return s.queue(ch, func() {
+		s.cfg.Log.WithFields(fields).Warn("trainer lost: no connection for its grace (-trainer-grace); its tasks are back at the front of todo")
+		for _, ev := range events {
+			s.cfg.Observer.Retried(trainer, ev, CauseLost)
+		}
+	}), true
+}

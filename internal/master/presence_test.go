@@ -1,0 +1,187 @@
+package master
+
+import (
+	"maps"
+	"net/rpc"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/taskqueue"
+)
+
+// graceRunning reports whether trainer's grace runs.
+func graceRunning(s *Service, trainer string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pres.gone[trainer]
+	return ok
+}
+
+// awaitGrace waits until the server has told s that trainer's last
+// connection ended (it learns it when its read of the connection fails).
+func awaitGrace(t *testing.T, s *Service, trainer string, running bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); graceRunning(s, trainer) != running; {
+		if time.Now().After(deadline) {
+			t.Fatalf("grace of %q running: %v, want %v", trainer, !running, running)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// trainerOn is a trainer of the given name on a connection of its own.
+type trainerOn struct {
+	t    *testing.T
+	name string
+	rc   *rpc.Client
+}
+
+func dialTrainer(t *testing.T, addr, name string) *trainerOn {
+	t.Helper()
+	rc, err := rpc.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	return &trainerOn{t: t, name: name, rc: rc}
+}
+
+func (tr *trainerOn) getTask(finished wire.Task) wire.Task {
+	tr.t.Helper()
+	finished.Trainer = tr.name
+	var next wire.Task
+	if err := tr.rc.Call("Master.GetTask", finished, &next); err != nil {
+		tr.t.Fatalf("%s: GetTask: %v", tr.name, err)
+	}
+	return next
+}
+
+func pendingOf(s *Service) map[int]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]string{}
+	for _, r := range s.q.Tasks(taskqueue.Pending) {
+		out[r.Index] = r.Trainer
+	}
+	return out
+}
+
+// TestLostTrainerTasksBackAtOnce: the tasks of a trainer whose connection
+// closed go back to the front of Todo once its grace has passed, without
+// counting as timeouts, and before their own timeout; the other trainers
+// keep theirs.
+func TestLostTrainerTasksBackAtOnce(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 6)
+	obs := &recordingObserver{}
+	s, clock := newService(t, Config{ChunksPerTask: 1, TrainerGrace: 5 * time.Second, Queue: taskqueue.Config{Timeout: time.Hour}, Observer: obs})
+	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	p := startPort(t, s, ServerConfig{})
+	a, b := dialTrainer(t, p.addr, "a"), dialTrainer(t, p.addr, "b")
+	a.getTask(wire.Task{})
+	a.getTask(wire.Task{})
+	b.getTask(wire.Task{})
+	if got := pendingOf(s); !sameHolders(got, map[int]string{0: "a", 1: "a", 2: "b"}) {
+		t.Fatalf("pending %v", got)
+	}
+	a.rc.Close()
+	awaitGrace(t, s, "a", true)
+	clock.Advance(5*time.Second - time.Millisecond)
+	if got := pendingOf(s); len(got) != 3 {
+		t.Fatalf("within the grace the tasks moved: %v", got)
+	}
+	clock.Advance(time.Millisecond)
+	if got := pendingOf(s); !sameHolders(got, map[int]string{2: "b"}) {
+		t.Fatalf("after the grace, pending %v, want only b's", got)
+	}
+	for _, task := range []int{0, 1} {
+		if e := entryOf(s, task); e.Queue != taskqueue.Todo || e.Timeouts != 0 || e.Error != "dispatch 1: trainer a lost" {
+			t.Fatalf("task %d: %+v", task, e)
+		}
+	}
+	if next := b.getTask(wire.Task{}); next.Index != 0 || next.Epoch != 2 {
+		t.Fatalf("b got task %d epoch %d next, want the released task 0 epoch 2", next.Index, next.Epoch)
+	}
+	var lost []string
+	for _, line := range obs.take() {
+		if strings.HasPrefix(line, "trainer lost") {
+			lost = append(lost, line)
+		}
+	}
+	want := []string{`trainer lost 0 by "a" timeouts 0 discarded false reason "dispatch 1: trainer a lost"`,
+		`trainer lost 1 by "a" timeouts 0 discarded false reason "dispatch 1: trainer a lost"`}
+	if !slices.Equal(lost, want) {
+		t.Fatalf("observer told %q, want %q", lost, want)
+	}
+}
+
+func entryOf(s *Service, task int) taskqueue.Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.Entry(task)
+}
+
+func sameHolders(got, want map[int]string) bool { return maps.Equal(got, want) }
+
+// TestTrainerBackWithinGrace: a trainer that reconnects within its grace
+// keeps its tasks; one that sends no name is never taken for lost.
+func TestTrainerBackWithinGrace(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 4)
+	s, clock := newService(t, Config{ChunksPerTask: 1, TrainerGrace: 5 * time.Second, Queue: taskqueue.Config{Timeout: time.Hour}})
+	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	p := startPort(t, s, ServerConfig{})
+	a, anon := dialTrainer(t, p.addr, "a"), dialTrainer(t, p.addr, "")
+	held := a.getTask(wire.Task{})
+	anon.getTask(wire.Task{})
+	a.rc.Close()
+	anon.rc.Close()
+	awaitGrace(t, s, "a", true)
+	clock.Advance(4 * time.Second)
+	again := dialTrainer(t, p.addr, "a")
+	again.getTask(held) // finishes its task and takes the next
+	awaitGrace(t, s, "a", false)
+	clock.Advance(time.Hour - 5*time.Second)
+	if got := pendingOf(s); !sameHolders(got, map[int]string{1: "", 2: "a"}) {
+		t.Fatalf("pending %v, want the unnamed trainer's task 1 and a's task 2", got)
+	}
+}
+
+// TestRestoredHoldersGetGrace: after a failover the trainers holding tasks
+// in the stored state have the grace to call the new master; those that do
+// keep their tasks.
+func TestRestoredHoldersGetGrace(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 4)
+	store := NewMemoryStore()
+	cfg := Config{ChunksPerTask: 1, Store: store, TrainerGrace: 5 * time.Second, Queue: taskqueue.Config{Timeout: time.Hour}}
+	old, _ := newService(t, cfg)
+	if err := old.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := old.GetTask(ctx, wire.Task{Trainer: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s, clock := newService(t, cfg)
+	if err := s.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !graceRunning(s, "a") || !graceRunning(s, "b") {
+		t.Fatal("no grace started for the restored holders")
+	}
+	p := startPort(t, s, ServerConfig{})
+	b := dialTrainer(t, p.addr, "b")
+	b.getTask(wire.Task{})
+	clock.Advance(5 * time.Second)
+	if got := pendingOf(s); !sameHolders(got, map[int]string{1: "b", 2: "b"}) {
+		t.Fatalf("pending %v, want b's two tasks; a's back in todo", got)
+	}
+}
