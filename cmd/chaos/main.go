@@ -35,6 +35,8 @@ type options struct {
 	trainers    int
 	chunkTask   int
 	recordDelay time.Duration
+	slow        float64       // trainer 0 spends this many times recordDelay on a record
+	progress    time.Duration // the trainers' -progress-interval
 	limit       time.Duration
 	keep        bool
 }
@@ -53,6 +55,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.trainers, "trainers", 8, "trainer processes")
 	fs.IntVar(&o.chunkTask, "chunks-per-task", 4, "chunks per task")
 	fs.DurationVar(&o.recordDelay, "record-delay", time.Millisecond, "time each trainer spends on a record: sets how long the run lasts")
+	fs.Float64Var(&o.slow, "slow", 10, "trainer 0 is this many times slower than the others (1: none)")
+	fs.DurationVar(&o.progress, "progress-interval", time.Second, "the trainers report progress inside a task this often (negative: never)")
 	fs.DurationVar(&o.limit, "limit", 15*time.Minute, "fail if training has not finished by then")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (logs, data)")
 	if err := fs.Parse(args); err != nil {

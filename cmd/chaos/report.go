@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,20 +34,61 @@ type report struct {
 	doneSet  map[[2]int]int        // {pass, task} -> transitions to done seen in etcd
 	passes   []int                 // values of the pass key, in order
 
+	// The tasks each fault affected, until they leave their trainer:
+	// watched by task, and how long they took to be back in todo, or how
+	// many stayed with their trainer (finished by it), by fault kind.
+	watched   map[int]affected
+	backTodo  map[string][]time.Duration
+	stayed    map[string]int
+	faultedBy map[[2]int]string // {pass, task} -> the kind of the last fault that affected it
+
 	lost, wrong, duplicates, dupRecords, doneTwice, doneNever int
 	passBack                                                  bool
 	records                                                   int64
+	twice                                                     map[string]int64 // records trained twice, by the fault that affected their task
+}
+
+// affected is a task a fault affected, held by trainer when it happened.
+type affected struct {
+	kind, trainer string
+	pass          int
+	at            time.Time
+}
+
+// storedEntry is what the report reads of a task's entry in etcd.
+type storedEntry struct {
+	Pass    int    `json:"pass"`
+	Queue   string `json:"queue"`
+	Trainer string `json:"trainer"`
+}
+
+// taskOf is the task of an entry's key.
+func taskOf(key string) int {
+	var task int
+	fmt.Sscanf(strings.TrimPrefix(key, "/task_queues/tasks/"), "%d", &task)
+	return task
+}
+
+// affect starts watching a task a fault of kind affected at at.
+func (r *report) affect(task int, e storedEntry, kind string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.watched[task] = affected{kind: kind, trainer: e.Trainer, pass: e.Pass, at: at}
+	r.faultedBy[[2]int{e.Pass, task}] = kind
 }
 
 type taskLine struct {
 	Pass    int    `json:"pass"`
 	Task    *int   `json:"task"`
+	From    int    `json:"from"`
 	Records int64  `json:"records"`
 	Digest  string `json:"digest"`
 }
 
 func newReport() *report {
-	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{}}
+	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{},
+		watched: map[int]affected{}, backTodo: map[string][]time.Duration{}, stayed: map[string]int{},
+		faultedBy: map[[2]int]string{}, twice: map[string]int64{}}
 }
 
 func (r *report) fault(kind string) {
@@ -106,25 +151,77 @@ func (r *report) event(ev *clientv3.Event) {
 		json.Unmarshal(ev.Kv.Value, &p)
 		r.passes = append(r.passes, p.Pass)
 	case strings.HasPrefix(key, "/task_queues/tasks/") && ev.Type == clientv3.EventTypePut:
-		var e, prev struct {
-			Pass  int
-			Queue string
-		}
+		var e, prev storedEntry
 		json.Unmarshal(ev.Kv.Value, &e)
 		if ev.PrevKv != nil {
 			json.Unmarshal(ev.PrevKv.Value, &prev)
 		}
+		task := taskOf(key)
 		if e.Queue == "done" && !(prev.Queue == "done" && prev.Pass == e.Pass) {
-			var task int
-			fmt.Sscanf(strings.TrimPrefix(key, "/task_queues/tasks/"), "%d", &task)
 			r.doneSet[[2]int{e.Pass, task}]++
 		}
+		r.left(task, e, time.Now())
 	}
+}
+
+// left ends the watch of an affected task whose entry changed to e: back
+// in todo, or done by its trainer. A change that leaves it pending with
+// its trainer (progress, a new deadline) is not the end.
+func (r *report) left(task int, e storedEntry, now time.Time) {
+	a, ok := r.watched[task]
+	switch {
+	case !ok || (e.Queue == "pending" && e.Trainer == a.trainer && e.Pass == a.pass):
+		return
+	case e.Queue == "todo" && e.Pass == a.pass:
+		r.backTodo[a.kind] = append(r.backTodo[a.kind], now.Sub(a.at))
+	default:
+		r.stayed[a.kind]++
+	}
+	delete(r.watched, task)
+}
+
+// traces counts how many times each record of each task was trained in
+// each pass, from the trainers' -trace files: {pass, task} -> count by
+// position.
+func readTraces(dir string) (map[[2]int][]int, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "trace-*"))
+	if err != nil {
+		return nil, err
+	}
+	counts := map[[2]int][]int{}
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		lines := bufio.NewScanner(f)
+		for lines.Scan() {
+			var pass, task, pos int
+			if n, _ := fmt.Sscanf(lines.Text(), "%d %d %d", &pass, &task, &pos); n != 3 || pos < 0 || pos > 1<<24 {
+				continue // the last line of a trainer killed while writing it
+			}
+			c := counts[[2]int{pass, task}]
+			for len(c) <= pos {
+				c = append(c, 0)
+			}
+			c[pos]++
+			counts[[2]int{pass, task}] = c
+		}
+		f.Close()
+		if err := lines.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return counts, nil
 }
 
 // verify compares what was consumed and committed with the dataset.
 func (r *report) verify(pattern string, o options) error {
 	ds, err := dataset.Build([]string{pattern}, o.chunkTask)
+	if err != nil {
+		return err
+	}
+	traces, err := readTraces(o.dir)
 	if err != nil {
 		return err
 	}
@@ -135,17 +232,24 @@ func (r *report) verify(pattern string, o options) error {
 		for _, b := range ds.Blocks(task) {
 			refs = append(refs, recordio.ChunkRef{Path: b.Path, Chunk: b.Idx, Offset: b.Offset})
 		}
-		want, err := client.DigestRecords(recordio.NewScanner(refs), nil)
+		suffixes, err := suffixDigests(recordio.NewScanner(refs))
 		if err != nil {
 			return err
 		}
+		n := len(suffixes) - 1 // the task's records
 		for pass := range o.passes {
-			lines := r.consumed[[2]int{pass, task}]
-			if len(lines) == 0 {
-				r.lost += int(want.Records)
+			trained := traces[[2]int{pass, task}]
+			for pos := range n {
+				switch times := at(trained, pos); {
+				case times == 0:
+					r.lost++
+				case times > 1:
+					r.twice[r.kindOf(pass, task)] += int64(times - 1)
+				}
 			}
+			lines := r.consumed[[2]int{pass, task}]
 			for i, l := range lines {
-				if l.Records != want.Records || l.Digest != want.String() {
+				if l.From < 0 || l.From >= n || l.Records != int64(n-l.From) || l.Digest != suffixes[l.From].String() {
 					r.wrong++
 				}
 				if i > 0 {
@@ -164,6 +268,41 @@ func (r *report) verify(pattern string, o options) error {
 	r.records = ds.NumRecords() * int64(o.passes)
 	r.passBack = !slices.IsSorted(r.passes) || len(r.passes) == 0 || r.passes[len(r.passes)-1] != o.passes
 	return nil
+}
+
+// kindOf is the kind of the last fault that affected a task in a pass.
+func (r *report) kindOf(pass, task int) string {
+	if kind, ok := r.faultedBy[[2]int{pass, task}]; ok {
+		return kind
+	}
+	return "none (timeouts of the slow trainer, lost finishes)"
+}
+
+func at(counts []int, pos int) int {
+	if pos < len(counts) {
+		return counts[pos]
+	}
+	return 0
+}
+
+// suffixDigests reads a task's records and returns, for each position p,
+// the digest of the records from p on (the last, at the task's length, is
+// empty): what a consumption starting at p must add up to.
+func suffixDigests(s *recordio.Scanner) ([]client.Digest, error) {
+	defer s.Close()
+	var records [][]byte
+	for s.Scan() {
+		records = append(records, append([]byte(nil), s.Record()...))
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]client.Digest, len(records)+1)
+	for p := len(records) - 1; p >= 0; p-- {
+		out[p] = out[p+1]
+		out[p].Add(records[p])
+	}
+	return out, nil
 }
 
 // verdict fails the run if a promise was broken.
@@ -207,8 +346,23 @@ func (r *report) print(w io.Writer) {
 			f[0].Round(time.Millisecond), f[len(f)/2].Round(time.Millisecond), f[len(f)-1].Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "%-40s %d\n", "records to train (all passes)", r.records)
-	fmt.Fprintf(w, "%-40s %d\n", "lost records", r.lost)
-	fmt.Fprintf(w, "%-40s %d tasks, %d records\n", "duplicates (consumed again after a fault)", r.duplicates, r.dupRecords)
+	fmt.Fprintf(w, "%-40s %d\n", "lost records (never trained, from the traces)", r.lost)
+	var twice int64
+	for _, n := range r.twice {
+		twice += n
+	}
+	fmt.Fprintf(w, "%-40s %d\n", "records trained twice (from the traces)", twice)
+	fmt.Fprintf(w, "%-40s %d tasks, %d records\n", "tasks consumed again after a fault", r.duplicates, r.dupRecords)
+	fmt.Fprintf(w, "\n%-40s %-10s %-28s %s\n", "fault", "tasks held", "back in todo: n, min/med/max", "records trained twice")
+	for _, k := range r.kinds() {
+		back := slices.Clone(r.backTodo[k])
+		slices.Sort(back)
+		times := "0"
+		if len(back) > 0 {
+			times = fmt.Sprintf("%d, %v/%v/%v", len(back), back[0].Round(10*time.Millisecond), back[len(back)/2].Round(10*time.Millisecond), back[len(back)-1].Round(10*time.Millisecond))
+		}
+		fmt.Fprintf(w, "%-40s %-10d %-28s %d\n", k, len(back)+r.stayed[k], times, r.twice[k])
+	}
 	fmt.Fprintf(w, "%-40s %d\n", "task consumptions with wrong records", r.wrong)
 	fmt.Fprintf(w, "%-40s twice %d, never %d\n", "tasks Done in etcd per pass, not once", r.doneTwice, r.doneNever)
 	fmt.Fprintf(w, "%-40s %v\n", "pass values in etcd, in order", compact(r.passes))
@@ -220,3 +374,20 @@ func (r *report) print(w io.Writer) {
 
 // compact shows a sequence without its repeats.
 func compact(xs []int) []int { return slices.Compact(slices.Clone(xs)) }
+
+// kinds are the fault kinds with a figure in the held-tasks table.
+func (r *report) kinds() []string {
+	set := map[string]bool{}
+	for k := range r.backTodo {
+		set[k] = true
+	}
+	for k := range r.stayed {
+		set[k] = true
+	}
+	for k := range r.twice {
+		set[k] = true
+	}
+	kinds := slices.Collect(maps.Keys(set))
+	slices.Sort(kinds)
+	return kinds
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -34,6 +35,8 @@ type cluster struct {
 	masters  map[string]*proc.Proc
 	proxies  map[string]*proxy // each master reaches etcd through its own
 	trainers []*proc.Proc
+	names    []string // each trainer's name, new at each restart
+	starts   int      // trainer processes started
 	cli      *clientv3.Client
 	pattern  string
 
@@ -197,16 +200,23 @@ func (c *cluster) startMaster(name string) error {
 }
 
 func (c *cluster) startTrainer(i int, report bool) error {
-	args := []string{"-endpoints", strings.Join(c.endpoints(), ","), "-json", "-record-delay", c.o.recordDelay.String(),
-		"-etcd-dial-timeout", "60s"}
+	delay := c.o.recordDelay
+	if i == 0 && c.o.trainers > 1 && c.o.slow > 1 {
+		delay = time.Duration(float64(delay) * c.o.slow)
+	}
+	c.starts++
+	name := fmt.Sprintf("trainer-%d.%d", i, c.starts) // a new process is a new trainer: never the name of one killed
+	args := []string{"-endpoints", strings.Join(c.endpoints(), ","), "-json", "-record-delay", delay.String(),
+		"-etcd-dial-timeout", "60s", "-name", name, "-trace", filepath.Join(c.o.dir, "trace-"+name),
+		"-progress-interval", c.o.progress.String()}
 	if report {
 		args = append(args, "-dataset", c.pattern)
 	}
 	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, c.rep.trainerLine, nil)
 	if i < len(c.trainers) {
-		c.trainers[i] = p
+		c.trainers[i], c.names[i] = p, name
 	} else {
-		c.trainers = append(c.trainers, p)
+		c.trainers, c.names = append(c.trainers, p), append(c.names, name)
 	}
 	return err
 }
@@ -317,6 +327,7 @@ func (c *cluster) killLeader(ctx context.Context, _ *rand.Rand) error {
 	}
 	c.drainServing()
 	killed := time.Now()
+	c.watchHeld(ctx, "kill -9 master leader", "")
 	p.Kill()
 	c.rep.fault("kill -9 master leader")
 	c.awaitFailover(name, killed)
@@ -330,6 +341,7 @@ func (c *cluster) stopLeader(ctx context.Context, _ *rand.Rand) error {
 	}
 	c.drainServing()
 	stopped := time.Now()
+	c.watchHeld(ctx, "SIGSTOP master leader past the TTL", "")
 	p.Signal(syscall.SIGSTOP)
 	c.rep.fault("SIGSTOP master leader past the TTL")
 	c.awaitFailover(name, stopped)
@@ -347,6 +359,7 @@ func (c *cluster) cutLeader(ctx context.Context, _ *rand.Rand) error {
 	}
 	c.drainServing()
 	cut := time.Now()
+	c.watchHeld(ctx, "network cut between leader and etcd", "")
 	c.proxies[name].setCut(true)
 	c.rep.fault("network cut between leader and etcd")
 	c.awaitFailover(name, cut)
@@ -355,12 +368,13 @@ func (c *cluster) cutLeader(ctx context.Context, _ *rand.Rand) error {
 	return nil
 }
 
-func (c *cluster) killTrainer(_ context.Context, rng *rand.Rand) error {
+func (c *cluster) killTrainer(ctx context.Context, rng *rand.Rand) error {
 	i := rng.IntN(len(c.trainers))
 	if c.trainers[i].Exited() {
 		return nil
 	}
 	c.trainers[i].Kill()
+	c.watchHeld(ctx, "kill -9 trainer", c.names[i])
 	c.rep.fault("kill -9 trainer")
 	return c.startTrainer(i, false)
 }
@@ -385,4 +399,25 @@ func (c *cluster) etcdOutage(_ context.Context, _ *rand.Rand) error {
 		}
 	}
 	return nil
+}
+
+// watchHeld tells the report which tasks a fault of kind affects: those
+// pending with trainer at that moment (every pending task for ""), read from
+// etcd; the report times them until they are back in todo.
+func (c *cluster) watchHeld(ctx context.Context, kind, trainer string) {
+	at := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := c.cli.Get(rctx, "/task_queues/tasks/", clientv3.WithPrefix())
+	if err != nil {
+		c.rep.note(fmt.Sprintf("%s: cannot read the held tasks: %v", kind, err))
+		return
+	}
+	for _, kv := range resp.Kvs {
+		var e storedEntry
+		if json.Unmarshal(kv.Value, &e) != nil || e.Queue != "pending" || (trainer != "" && e.Trainer != trainer) {
+			continue
+		}
+		c.rep.affect(taskOf(string(kv.Key)), e, kind, at)
+	}
 }

@@ -41,6 +41,7 @@ type datasetSummary struct {
 	Tasks         int      `json:"tasks"`
 	ChunksPerTask int      `json:"chunks_per_task"`
 	Records       int64    `json:"records"`
+	ShuffleSeed   uint64   `json:"shuffle_seed,omitempty"` // 0: file order
 }
 
 type taskSummary struct {
@@ -95,7 +96,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if ds := snap.Dataset; ds != nil {
 		in.Dataset = &datasetSummary{Patterns: ds.Patterns, Files: len(ds.Files), Chunks: ds.NumChunks(),
-			Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords()}
+			Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed}
 		if err := in.summarise(snap.Pass, ds.NumTasks(), snap.Entries); err != nil {
 			return err
 		}
@@ -172,8 +173,12 @@ func (in inspection) print(w io.Writer) {
 		return
 	}
 	d := in.Dataset
-	fmt.Fprintf(w, "dataset:    %q: %d files, %d chunks, %d records, %d tasks of %d chunks\n",
-		d.Patterns, d.Files, d.Chunks, d.Records, d.Tasks, d.ChunksPerTask)
+	order := ""
+	if d.ShuffleSeed != 0 {
+		order = fmt.Sprintf(", shuffle seed %d", d.ShuffleSeed)
+	}
+	fmt.Fprintf(w, "dataset:    %q: %d files, %d chunks, %d records, %d tasks of %d chunks%s\n",
+		d.Patterns, d.Files, d.Chunks, d.Records, d.Tasks, d.ChunksPerTask, order)
 	fmt.Fprintf(w, "pass:       %d\n", in.Pass)
 	fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d\n",
 		in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"])

@@ -56,6 +56,7 @@ type options struct {
 	httpAddr      string      // the side door: metrics, probes, status page
 	httpAdvertise string
 	trainerGrace  time.Duration
+	shuffleSeed   uint64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -81,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.queue.Factor, "task-timeout-factor", taskqueue.DefaultFactor, "timeout = factor x moving average of seconds per record x records of the task")
 	fs.IntVar(&o.queue.MaxTimeouts, "task-timeout-max", taskqueue.DefaultMaxTimeouts, "a task that times out or fails more often than this in a pass is discarded for the pass")
 	fs.DurationVar(&o.queue.Reassign, "task-reassign", taskqueue.DefaultReassign, "a task that timed out waits this long for another trainer than the one it was taken from (negative: no wait)")
+	fs.Uint64Var(&o.shuffleSeed, "shuffle-seed", 0, "hand out each pass's tasks, and have trainers train each task's records, in an order drawn from this `seed`, stored with the dataset (0: file order)")
 	fs.DurationVar(&o.trainerGrace, "trainer-grace", master.DefaultTrainerGrace, "a named trainer holding tasks that has no connection for this long is lost: its tasks go back to the front of todo at once, not counted as timeouts (negative: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -160,7 +162,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue, Dataset: o.patterns(),
-		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace}
+		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed}
 	if _, err := master.New(scfg); err != nil {
 		return err // bad queue flags fail before anything starts
 	}

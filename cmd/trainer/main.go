@@ -24,7 +24,7 @@
 // -dataset reports comma-separated glob patterns to the master before
 // training (one trainer, or the operator, must). -name is the name the
 // trainer gives the master with every call, for its per-trainer figures
-// (client.Config.Name; default "hostname-pid"). -stall-task N makes the
+// (client.Config.Name; default "hostname-pid-xxxx"). -stall-task N makes the
 // trainer hang, until it is interrupted, on the first record of task N the
 // first time it gets it; -fail-task N makes it report task N failed the first
 // time it gets it: both demonstrate how the master recovers.
@@ -78,6 +78,8 @@ type options struct {
 	name       string
 	json       bool
 	prefetch   int
+	progress   time.Duration
+	trace      string
 	verbose    bool
 	stallTask  int
 	failTask   int
@@ -134,15 +136,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of the job's etcd keys (with -endpoints)")
 	fs.StringVar(&dataset, "dataset", "", "comma-separated glob patterns of RecordIO files to report as the dataset")
-	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid)")
+	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid-xxxx)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
+	fs.DurationVar(&o.progress, "progress-interval", wire.DefaultProgressInterval, "report how far this trainer got in its task this often, so that after a fault the task resumes there (negative: never)")
 	fs.BoolVar(&o.verbose, "v", false, "log the client's retries")
 	fs.IntVar(&o.stallTask, "stall-task", -1, "hang on task `N` the first time it comes, until interrupted (demo)")
 	fs.IntVar(&o.failTask, "fail-task", -1, "report task `N` failed the first time it comes (demo)")
 	fs.IntVar(&o.stallAfter, "stall-after", 0, "hang on the `N`-th task received, until interrupted (demo)")
 	fs.IntVar(&o.failAfter, "fail-after", 0, "report the `N`-th task received failed (demo)")
 	fs.DurationVar(&o.delay, "record-delay", 0, "pretend to train: sleep this long on every record (demo)")
+	fs.StringVar(&o.trace, "trace", "", "append a line \"pass task position\" to this `file` for every record trained (fault accounting: cmd/chaos)")
 	o.lock.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -185,7 +189,7 @@ func (o options) config(stderr io.Writer) (client.Config, error) {
 	if o.verbose {
 		log.SetLevel(logrus.DebugLevel)
 	}
-	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Log: log}
+	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Log: log, ProgressInterval: o.progress}
 	if o.failTask >= 0 || o.failAfter > 0 {
 		cfg.Inject = o.failOnce()
 	}

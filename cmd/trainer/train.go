@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/trainmaster/master/go/client"
@@ -25,14 +26,25 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 			err = perr
 		}
 	}()
+	trace, err := openTrace(o.trace)
+	if err != nil {
+		return err
+	}
+	defer trace.close()
 	var task client.Digest // of the records of the current task so far
-	stalled, tasks := false, 0
+	stalled, tasks, from := false, 0, 0
+	current := [3]int{-1, -1, -1} // the pass, task and next position of the records in task
 	for rec, err := range c.Records(ctx) {
 		if err != nil {
 			return err
 		}
-		if task.Records == 0 {
-			tasks++ // the first record of a task
+		if current != [3]int{rec.Pass, rec.Task, rec.Position} {
+			// The first record of a dispatch. The one before ended with
+			// its last record, or was dropped (another trainer has it):
+			// its records so far are no consumption of the task.
+			task = client.Digest{}
+			tasks++
+			from = rec.Position
 		}
 		if !stalled && (rec.Task == o.stallTask || tasks == o.stallAfter) {
 			stalled = true
@@ -43,11 +55,15 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 			time.Sleep(o.delay)
 		}
 		task.Add(rec.Data)
+		current = [3]int{rec.Pass, rec.Task, rec.Position + 1}
+		if err := trace.record(rec); err != nil {
+			return err
+		}
 		if rec.Last {
-			if err := p.add(rec.Pass, rec.Task, task); err != nil {
+			if err := p.add(rec.Pass, rec.Task, from, task); err != nil {
 				return err
 			}
-			task = client.Digest{}
+			current, task = [3]int{-1, -1, -1}, client.Digest{}
 		}
 	}
 	return nil
@@ -66,12 +82,13 @@ type passPrinter struct {
 type passLine struct {
 	Pass    int    `json:"pass"`
 	Task    *int   `json:"task,omitempty"` // set on the line of one task
+	From    int    `json:"from,omitempty"` // a task's line: the position of its first record consumed (wire.Progress)
 	Records int64  `json:"records"`
 	Bytes   int64  `json:"bytes"`
 	Digest  string `json:"digest"`
 }
 
-func (p *passPrinter) add(pass, index int, task client.Digest) error {
+func (p *passPrinter) add(pass, index, from int, task client.Digest) error {
 	if pass != p.pass {
 		if err := p.flush(); err != nil {
 			return err
@@ -82,7 +99,7 @@ func (p *passPrinter) add(pass, index int, task client.Digest) error {
 	if !p.json {
 		return nil
 	}
-	return p.printJSON(passLine{Pass: pass, Task: &index, Records: task.Records, Bytes: task.Bytes, Digest: task.String()})
+	return p.printJSON(passLine{Pass: pass, Task: &index, From: from, Records: task.Records, Bytes: task.Bytes, Digest: task.String()})
 }
 
 func (p *passPrinter) printJSON(line passLine) error {
@@ -103,4 +120,34 @@ func (p *passPrinter) flush() error {
 	}
 	_, err := fmt.Fprintf(p.out, "pass %d: %d records, %d bytes, digest %s\n", line.Pass, line.Records, line.Bytes, line.Digest)
 	return err
+}
+
+// traceFile is -trace: a line "pass task position" for every record
+// trained, each written at once, so that what a trainer killed outright
+// trained is known (cmd/chaos counts the records trained twice from it).
+type traceFile struct{ f *os.File }
+
+func openTrace(path string) (*traceFile, error) {
+	if path == "" {
+		return &traceFile{}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("-trace: %w", err)
+	}
+	return &traceFile{f: f}, nil
+}
+
+func (t *traceFile) record(rec client.Record) error {
+	if t.f == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(t.f, "%d %d %d\n", rec.Pass, rec.Task, rec.Position)
+	return err
+}
+
+func (t *traceFile) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -57,11 +58,24 @@ type Config struct {
 	// Name is this trainer's name, sent with every task the client sends
 	// (wire.Task.Trainer: GetTask's finished, the zero Task included,
 	// TaskFinished and TaskFailed) so that the master can show per-trainer
-	// figures. Default: "hostname-pid", the host's name and the process's
-	// id (e.g. "gpu7-4242"). A name is cut to wire.MaxTrainerNameBytes at a
-	// UTF-8 boundary, with control characters replaced, as the master
-	// would (wire.TrainerName).
+	// figures, and so that it knows who holds which task (a trainer that
+	// is gone has its tasks handed out again at once). Default:
+	// "hostname-pid-xxxx", the host's name, the process's id and four hex
+	// digits drawn for this client (e.g. "gpu7-4242-9f3c"): a trainer
+	// restarted in a container, where the pid is often the same, must not
+	// take its predecessor's name, or the master would wait for that one's
+	// tasks to time out. A name given must be unique the same way. A name is
+	// cut to wire.MaxTrainerNameBytes at a UTF-8 boundary, with control
+	// characters replaced, as the master would (wire.TrainerName).
 	Name string
+
+	// ProgressInterval is how often Records reports how far it got in the
+	// task it consumes (wire.Progress), so that after a fault the next
+	// dispatch of the task starts there instead of at its first record;
+	// it also reports when a loop ends in the middle of a task. Default
+	// wire.DefaultProgressInterval (10s); negative: never. Each report is
+	// one fenced write on the master.
+	ProgressInterval time.Duration
 
 	// Inject is for tests and demos of fault handling. When set, it is
 	// called (from the prefetch goroutine) with every task received, before
@@ -86,6 +100,9 @@ func (cfg Config) withDefaults() Config {
 	setDuration(&cfg.MaxBackoff, DefaultMaxBackoff)
 	setDuration(&cfg.DialTimeout, DefaultDialTimeout)
 	setDuration(&cfg.CallTimeout, DefaultCallTimeout)
+	if cfg.ProgressInterval == 0 {
+		cfg.ProgressInterval = wire.DefaultProgressInterval
+	}
 	if cfg.Name == "" {
 		cfg.Name = defaultName()
 	}
@@ -107,13 +124,14 @@ func (cfg Config) withDefaults() Config {
 }
 
 // defaultName is the name of a trainer whose Config.Name is empty:
-// "hostname-pid" ("trainer-pid" when the host has no name).
+// "hostname-pid-xxxx" ("trainer-pid-xxxx" when the host has no name), xxxx
+// drawn at each call.
 func defaultName() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "trainer"
 	}
-	return fmt.Sprintf("%s-%d", host, os.Getpid())
+	return fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
 }
 
 func setDuration(d *time.Duration, def time.Duration) {

@@ -13,7 +13,9 @@
 //
 // What it promises:
 //   - Records yields every record of each task it receives, in the task's
-//     order, tagged with the task's index and pass. The records of a task
+//     order (the file's, or shuffled with the task's wire.Task.Seed when
+//     the master has a -shuffle-seed), tagged with the task's index and
+//     pass. The records of a task
 //     are all read and checked before the first is yielded, so a task with
 //     an unreadable block yields nothing: it is reported failed (the error
 //     naming the block's file) and the client moves on.
@@ -44,7 +46,7 @@
 //     Pass (and the reason of a failure), never its blocks.
 //   - Every task the client sends (GetTask's finished, the zero Task
 //     included, TaskFinished and TaskFailed) carries the trainer's name,
-//     Config.Name (default "hostname-pid"), in wire.Task.Trainer, for the
+//     Config.Name (default "hostname-pid-xxxx"), in wire.Task.Trainer, for the
 //     master's per-trainer figures.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine

@@ -1,10 +1,22 @@
 package client
 
 import (
+	"fmt"
+	"os"
 	"reflect"
+	"regexp"
 	"testing"
 	"time"
+
+	"github.com/trainmaster/master/go/wire"
 )
+
+var defaultNameRE = regexp.MustCompile(fmt.Sprintf(`^%s-%d-[0-9a-f]{4}$`, regexp.QuoteMeta(hostname()), os.Getpid()))
+
+func hostname() string {
+	host, _ := os.Hostname()
+	return host
+}
 
 func TestConfigDefaults(t *testing.T) {
 	for _, tc := range []struct {
@@ -13,18 +25,24 @@ func TestConfigDefaults(t *testing.T) {
 		want Config
 	}{
 		{"zero", Config{}, Config{MinBackoff: DefaultMinBackoff, MaxBackoff: DefaultMaxBackoff, Prefetch: DefaultPrefetch,
-			DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout, Name: defaultName()}},
-		{"set", Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3, Name: "gpu7"},
-			Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3, Name: "gpu7"}},
-		{"no prefetch, max below min", Config{Prefetch: -1, MinBackoff: time.Minute},
+			DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout, ProgressInterval: wire.DefaultProgressInterval}},
+		{"set", Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3, Name: "gpu7", ProgressInterval: time.Second},
+			Config{MinBackoff: time.Millisecond, MaxBackoff: time.Second, Prefetch: 4, DialTimeout: 2, CallTimeout: 3, Name: "gpu7", ProgressInterval: time.Second}},
+		{"no prefetch, max below min, no progress", Config{Prefetch: -1, MinBackoff: time.Minute, ProgressInterval: -1},
 			Config{MinBackoff: time.Minute, MaxBackoff: time.Minute, Prefetch: 0, DialTimeout: DefaultDialTimeout, CallTimeout: DefaultCallTimeout,
-				Name: defaultName()}},
+				ProgressInterval: -1}},
 	} {
 		got := tc.in.withDefaults()
 		if got.Log == nil {
 			t.Errorf("%s: no logger", tc.name)
 		}
 		got.Log = nil
+		if tc.in.Name == "" {
+			if !defaultNameRE.MatchString(got.Name) {
+				t.Errorf("%s: default name %q, want hostname-pid-xxxx", tc.name, got.Name)
+			}
+			got.Name = ""
+		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}

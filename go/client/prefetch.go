@@ -216,10 +216,12 @@ func (s *session) absorb() {
 	}
 }
 
-// book books one consumed task: its slot is free, its finish pending, its
-// buffers free for the next task read.
+// book books one consumed task: its slot is free, its finish pending
+// (unless it was dropped), its buffers free for the next task read.
 func (s *session) book(l *loaded) {
 	s.outstanding--
-	s.pending = append(s.pending, s.c.report(l.task))
+	if !l.dropped {
+		s.pending = append(s.pending, s.c.report(l.task))
+	}
 	l.buf.release()
 }

@@ -15,6 +15,10 @@ type Record struct {
 	Data []byte
 	Task int // index of the task the record belongs to
 	Pass int // pass of the task's dispatch, from 0
+	// Position is the record's place in its task's record order, from 0
+	// (wire.Progress): a task handed out again after a fault starts past
+	// the records an earlier dispatch reported trained.
+	Position int
 	// Last is set on the last record of its task: once the loop body returns
 	// after it, the task is consumed and will be reported finished.
 	Last bool
@@ -54,17 +58,31 @@ func (c *Client) Records(ctx context.Context) iter.Seq2[Record, error] {
 // yieldTask yields the records of l; it returns false if the loop stopped
 // (the body broke out, ctx ended or the client was closed) before the last
 // one was consumed.
+//
+// It starts at the task's From: an earlier dispatch trained the records
+// before it (wire.Progress), tells the progress reporter how far it got,
+// and stops early when the reporter learns the task is no longer this
+// trainer's.
 func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, error) bool) bool {
-	last := len(l.buf.records) - 1
-	for i, data := range l.buf.records {
+	records := trainingOrder(l.task, l.buf.records)
+	last := len(records) - 1
+	s.progress.begin(l.task)
+	for i := min(max(l.task.From, 0), len(records)); i < len(records); i++ {
 		if err := s.interrupted(ctx); err != nil {
 			yield(Record{}, err)
 			return false
 		}
-		if !yield(Record{Data: data, Task: l.task.Index, Pass: l.task.Pass, Last: i == last}, nil) {
+		if s.progress.dropped.Load() {
+			l.dropped = true // another trainer has it, or it is done: not ours to finish
+			break
+		}
+		more := yield(Record{Data: records[i], Task: l.task.Index, Pass: l.task.Pass, Position: i, Last: i == last}, nil)
+		s.progress.reached(i + 1) // the body had the record, even if it broke out after it
+		if !more {
 			return false
 		}
 	}
+	s.progress.end()
 	return true
 }
 

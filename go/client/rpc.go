@@ -37,6 +37,16 @@ func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report,
 	return wire.Report(r), err
 }
 
+// TaskProgress reports how far the current dispatch of a task got
+// (wire.Progress), with Config.Name as Trainer. Records calls it by
+// itself every Config.ProgressInterval.
+func (c *Client) TaskProgress(ctx context.Context, p wire.Progress) (wire.Report, error) {
+	p.Trainer = c.cfg.Name
+	var r int
+	err := c.call(ctx, "TaskProgress", p, &r)
+	return wire.Report(r), err
+}
+
 // TaskFailed reports that task cannot be processed, with reason's text cut
 // to wire.MaxErrorBytes (all the master keeps); only its Index, Epoch and
 // Pass are sent with the reason, and Config.Name as Trainer.

@@ -14,6 +14,9 @@ type loaded struct {
 	task wire.Task
 	buf  *taskBuf // its records; released once they are consumed
 	err  error
+	// dropped: the loop stopped it early because the master said it is no
+	// longer this trainer's (progress.go); it is not reported finished.
+	dropped bool
 }
 
 // session is the state of one Records loop.
@@ -24,6 +27,9 @@ type session struct {
 	out    chan *loaded
 	done   chan *loaded // consumed tasks, back to the goroutine
 	limit  int
+
+	progress     *progress // how far the loop got in its task (progress.go)
+	stopProgress func()
 
 	// The goroutine's own, and stop's once it has exited.
 	outstanding int
@@ -43,7 +49,9 @@ func (c *Client) start(ctx context.Context) *session {
 		done:   make(chan *loaded, limit),
 		limit:  limit,
 	}
+	s.progress, s.stopProgress = newProgress(c)
 	go s.run(fctx)
+	go s.progress.run(fctx)
 	return s
 }
 
@@ -79,17 +87,22 @@ func (s *session) interrupted(ctx context.Context) error {
 // and for reusing its buffers.
 func (s *session) consumed(l *loaded) { s.done <- l }
 
-// stop ends the goroutine, waits for it, and reports the consumed tasks it
-// had not reported, with a context that outlives ctx by CallTimeout.
+// stop ends the goroutines, waits for the prefetch one, and reports how far
+// the loop got in a task it left in the middle and the consumed tasks not
+// reported yet, with a context that outlives ctx by CallTimeout.
 func (s *session) stop(ctx context.Context) {
 	s.cancel()
+	s.stopProgress()
 	<-s.exited
 	s.absorb()
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.cfg.CallTimeout)
+	defer cancel()
+	if s.progress.tick != nil {
+		s.progress.report(fctx) // the task left in the middle, if any
+	}
 	if len(s.pending) == 0 {
 		return
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.cfg.CallTimeout)
-	defer cancel()
 	if _, err := s.flush(fctx); err != nil {
 		s.c.cfg.Log.WithError(err).Warnf("client: %d consumed tasks left unreported", len(s.pending))
 	}

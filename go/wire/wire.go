@@ -17,6 +17,7 @@
 //	Master.TaskFailed(task Task, reply *int) error
 //	Master.Status(unused int, reply *Status) error
 //	Master.Authenticate(token string, reply *int) error
+//	Master.TaskProgress(p Progress, reply *int) error
 //
 // Authenticate presents the master's shared token (its -token-file). A
 // master started with a token refuses every other call on a connection until
@@ -71,6 +72,15 @@ type Task struct {
 	// as Unnamed. The master keeps at most MaxTrainerNameBytes of it, with
 	// control characters replaced (TrainerName).
 	Trainer string `json:",omitempty"`
+	// Seed is, in a task the master hands out, the seed of its records'
+	// order: 0 means train the task's records in file order; otherwise the
+	// trainer trains them in the order Shuffle(records, Seed) (shuffle.go).
+	// The master sets it only when the job has a -shuffle-seed.
+	Seed uint64 `json:",omitempty"`
+	// From is, in a task the master hands out, the position in the task's
+	// record order (progress.go) to start at: an earlier dispatch trained
+	// the records before it and reported so with TaskProgress. 0: all.
+	From int `json:",omitempty"`
 }
 
 // Unnamed is the name the master shows for a trainer that sends none.
@@ -156,9 +166,13 @@ const (
 	AlreadyDone Report = 2
 	// StalePass: the report belongs to a pass that is over; nothing changed.
 	StalePass Report = 3
-	// Superseded: a failure report from a dispatch that is no longer the
-	// task's current one (it timed out, was re-dispatched or is finished).
+	// Superseded: a failure or progress report from a dispatch that is no
+	// longer the task's current one (it timed out, was re-dispatched or is
+	// finished).
 	Superseded Report = 4
+	// TooSoon: a progress report less than MinProgressInterval after the
+	// last one recorded for the same dispatch; nothing changed.
+	TooSoon Report = 5
 )
 
 func (r Report) String() string {
@@ -171,6 +185,8 @@ func (r Report) String() string {
 		return "stale pass"
 	case Superseded:
 		return "superseded"
+	case TooSoon:
+		return "too soon"
 	}
 	return "unknown report"
 }

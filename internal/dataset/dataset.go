@@ -24,8 +24,13 @@ type Dataset struct {
 	Patterns      []string // as reported, in the order given
 	Files         []string // expanded, sorted, without duplicates
 	ChunksPerTask int
-	chunks        []Chunk
-	records       int64
+	// ShuffleSeed is the job's seed of its tasks' order (the master's
+	// -shuffle-seed), stored with the dataset so that a master that takes
+	// over continues the same order: 0 means file order. The master sets
+	// it when it accepts the dataset, before anything else sees it.
+	ShuffleSeed uint64
+	chunks      []Chunk
+	records     int64
 }
 
 // Build is BuildWith with the zero Config: no root, the default limits.

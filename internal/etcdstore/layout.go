@@ -40,6 +40,9 @@ type meta struct {
 	Chunks        int      `json:"chunks"`
 	Tasks         int      `json:"tasks"`
 	Records       int64    `json:"records"`
+	// ShuffleSeed orders the tasks of each pass (dataset.Dataset's); absent:
+	// file order, as before the seed existed.
+	ShuffleSeed uint64 `json:"shuffle_seed,omitempty"`
 }
 
 type passValue struct {
@@ -57,6 +60,7 @@ type entry struct {
 	Deadline   *time.Time `json:"deadline,omitempty"`
 	Error      string     `json:"error,omitempty"`
 	Trainer    string     `json:"trainer,omitempty"` // pending: who holds it
+	Progress   int        `json:"progress,omitempty"`
 }
 
 var queueNames = map[string]taskqueue.Queue{
@@ -66,7 +70,7 @@ var queueNames = map[string]taskqueue.Queue{
 // encodeEntry encodes a task's entry, its failure reason cut to maxError
 // bytes.
 func encodeEntry(e taskqueue.Entry, maxError int) []byte {
-	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer}
+	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer, Progress: e.Progress}
 	if !e.Dispatched.IsZero() {
 		v.Dispatched, v.Deadline = timePtr(e.Dispatched), timePtr(e.Deadline)
 	}
@@ -101,7 +105,7 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 	if !ok {
 		return taskqueue.Entry{}, errors.Errorf("unknown queue %q", v.Queue)
 	}
-	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer}
+	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer, Progress: v.Progress}
 	if v.Dispatched != nil && v.Deadline != nil {
 		e.Dispatched, e.Deadline = *timePtr(*v.Dispatched), *timePtr(*v.Deadline)
 	}

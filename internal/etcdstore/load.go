@@ -138,6 +138,7 @@ func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Da
 	if err != nil {
 		return nil, badState(s.keys.meta(), err)
 	}
+	ds.ShuffleSeed = m.ShuffleSeed
 	return ds, nil
 }
 

@@ -127,7 +127,7 @@ func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
 			what, size, s.maxTxnBytes, s.cfg.MaxRequestBytes)
 	}
 	m, err := json.Marshal(meta{Format: Format, Patterns: ds.Patterns, ChunksPerTask: ds.ChunksPerTask,
-		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords()})
+		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed})
 	if err != nil {
 		return errors.Wrap(err, "etcdstore: encode the dataset's meta")
 	}

@@ -78,6 +78,17 @@ func (r *rpcService) TaskFailed(task TaskReport, reply *int) error {
 	return err
 }
 
+func (r *rpcService) TaskProgress(p wire.Progress, reply *int) error {
+	if err := r.admit("TaskProgress"); err != nil {
+		return err
+	}
+	p.Trainer = wire.TrainerName(p.Trainer)
+	r.conn.carries(p.Trainer)
+	rep, err := r.s.TaskProgress(context.Background(), p)
+	*reply = int(rep)
+	return err
+}
+
 func (r *rpcService) Status(_ int, reply *wire.Status) error {
 	if err := r.admit("Status"); err != nil {
 		return err

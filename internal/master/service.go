@@ -46,6 +46,12 @@ type Config struct {
 	// without a connection before its tasks go back to Todo (presence.go);
 	// default DefaultTrainerGrace, negative: never.
 	TrainerGrace time.Duration
+	// ShuffleSeed is stored with a dataset this master accepts, and orders
+	// its tasks and their records (shuffle.go; the -shuffle-seed flag): 0
+	// means file order. A stored dataset keeps the seed it was accepted
+	// with, whatever this field; Queue.Seed is ignored: the queues take
+	// the dataset's seed.
+	ShuffleSeed uint64
 }
 
 // ErrLeadershipLost is what a Store wraps when it rejects a write because this
@@ -172,7 +178,8 @@ func (s *Service) reload(ctx context.Context) error {
 	}
 	s.ds, s.q, s.stale = nil, nil, false
 	if snap.Dataset != nil {
-		q, err := taskqueue.Restore(s.cfg.Queue, snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
+		s.warnSeed(snap.Dataset)
+		q, err := taskqueue.Restore(s.queueConfig(snap.Dataset), snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
 		if err != nil {
 			return errors.WithMessage(err, "master: restore queues")
 		}
@@ -242,7 +249,8 @@ func (s *Service) accept(ctx context.Context, patterns []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotAccepted, err)
 	}
-	q, err := taskqueue.New(s.cfg.Queue, ds.NumTasks(), ds.TaskRecords)
+	ds.ShuffleSeed = s.cfg.ShuffleSeed
+	q, err := taskqueue.New(s.queueConfig(ds), ds.NumTasks(), ds.TaskRecords)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotAccepted, err)
 	}
@@ -376,7 +384,7 @@ func (s *Service) dispatch(trainer string) (wire.Task, taskqueue.Change, func(),
 	e := s.q.Entry(task)
 	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(), "trainer": trainer,
 		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
-	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task)}
+	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task), Seed: s.taskSeed(task), From: e.Progress}
 	ev := s.event(task, epoch, now)
 	return reply, ch, func() {
 		s.cfg.Log.WithFields(fields).Debug("task dispatched")
@@ -401,6 +409,18 @@ func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, err
 			return rep, ch, func() { s.cfg.Log.WithFields(fields).Infof("failure report ignored: %v", rep) }, err
 		}
 		return rep, ch, s.changeLog(ch, t.Trainer, CauseFailed), nil
+	})
+}
+
+// TaskProgress records how far the current dispatch of a task got
+// (wire.Progress).
+func (s *Service) TaskProgress(ctx context.Context, p wire.Progress) (wire.Report, error) {
+	t := wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer}
+	s.called(&t)
+	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
+		rep, ch, err := s.q.Progress(p.Index, p.Pass, p.Epoch, p.Done, s.cfg.Clock.Now())
+		fields := logrus.Fields{"task": p.Index, "epoch": p.Epoch, "pass": p.Pass, "trainer": t.Trainer, "done": p.Done}
+		return rep, ch, func() { s.cfg.Log.WithFields(fields).Debugf("progress report: %v", rep) }, err
 	})
 }
 

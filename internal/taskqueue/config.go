@@ -33,6 +33,10 @@ type Config struct {
 	// again. Default 3 s (a few of the clients' retry backoffs); negative:
 	// no wait.
 	Reassign time.Duration
+	// Seed orders the tasks of every pass (order.go): 0 hands them out in
+	// task order, the files' order; any other value in an order drawn
+	// from (Seed, pass). The master sets it from the dataset's stored seed.
+	Seed uint64
 }
 
 // Defaults of Config.

@@ -195,3 +195,36 @@ func TestCheckRecordTrainer(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoredTasksAreNotSamples: a task pending when the queues were
+// restored is not a sample of the average (its dispatch time is the
+// restore's); once real samples make the average usable, it gets the
+// adaptive timeout from the restore like any pending task.
+func TestRestoredTasksAreNotSamples(t *testing.T) {
+	cfg := Config{Timeout: time.Hour, TimeoutMin: time.Second, Factor: 1, MinSamples: 1}
+	q := newQueues(t, cfg, 4)
+	var stored []Record
+	for range 2 {
+		task, _, ch, _ := q.Dispatch(t0, "a")
+		stored = append(stored, Record{Index: task, Entry: ch.Records[0].Entry})
+	}
+	restart := t0.Add(time.Minute)
+	r, err := Restore(q.cfg, 4, tenRecords, 0, Stored(stored), restart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Finish(0, 0, 1, restart.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Timeout(2); got != time.Hour {
+		t.Fatalf("a restored task's finish was taken as a sample: timeout %v", got)
+	}
+	task, epoch, _, _ := r.Dispatch(restart, "b")
+	_, ch, _ := r.Finish(task, 0, epoch, restart.Add(10*time.Second))
+	if got := r.Timeout(3); got != 10*time.Second || len(ch.Records) != 2 || ch.Records[1].Index != 1 {
+		t.Fatalf("timeout %v after a real sample; change %+v (want the restored task 1 tightened)", got, ch.Records)
+	}
+	if e := r.Entry(1); !e.Deadline.Equal(restart.Add(10 * time.Second)) {
+		t.Fatalf("restored task's deadline %v", e.Deadline)
+	}
+}

@@ -50,6 +50,10 @@ type Entry struct {
 	// Trainer is, while the task is Pending, the name of the trainer it
 	// was handed to ("" for one that sent none); empty in other queues.
 	Trainer string
+	// Progress is the position in the task's record order that its
+	// dispatches reported reaching in this pass (progress.go): a dispatch
+	// starts there. 0 when none did, and once the task is Done.
+	Progress int
 }
 
 // Record is one task's entry, as a Change carries it.
@@ -114,6 +118,8 @@ type Queues struct {
 	holders   map[int]string      // pending task -> its trainer (holders.go)
 	holding   map[string]*holding // trainer -> what it holds
 	avoid     map[int]avoidance   // task sent back by a timeout -> the trainer it was taken from
+	progress  map[int]progressMark
+	positions []int32 // with a seed, each task's position in its pass's order (order.go)
 }
 
 type todoItem struct {
@@ -137,7 +143,10 @@ func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error
 // Pending tasks get a fresh timeout from now: their trainers may have been
 // cut off from the master while it changed, and deserve the time to report.
 // The moving average starts empty, so that timeout is Config.Timeout until
-// MinSamples dispatches have finished.
+// MinSamples dispatches have finished; the finishes of restored tasks are
+// not samples of it: their dispatch time is the restore's, so the first to
+// finish would be those nearly done, and the average would come out short
+// enough to time out the others while their trainers still train them.
 func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored iter.Seq2[Record, error], now time.Time) (*Queues, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -146,12 +155,15 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 	if numTasks <= 0 {
 		return nil, fmt.Errorf("taskqueue: %d tasks: a dataset needs at least one", numTasks)
 	}
+	if err := checkOrder(cfg, numTasks); err != nil {
+		return nil, err
+	}
 	if pass < 0 || pass > math.MaxInt32 {
 		return nil, fmt.Errorf("taskqueue: stored pass %d is negative or too large", pass)
 	}
 	pass = min(pass, cfg.Passes)
 	q := &Queues{cfg: cfg, records: records, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window),
-		holders: map[int]string{}, holding: map[string]*holding{}, avoid: map[int]avoidance{}}
+		holders: map[int]string{}, holding: map[string]*holding{}, avoid: map[int]avoidance{}, progress: map[int]progressMark{}}
 	for i := range q.entries {
 		q.entries[i].pass = -1
 	}
@@ -178,11 +190,15 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	if r.Pass != q.pass || q.AllDone() {
 		return nil
 	}
+	if records := q.records(r.Index); int64(r.Progress) > records {
+		return fmt.Errorf("%w: task %d: progress %d past its %d records", ErrBadEntry, r.Index, r.Progress, records)
+	}
 	if r.Queue == Pending {
 		r.Dispatched, r.Deadline = now, now.Add(q.cfg.Timeout)
 	}
 	r.Error = wire.CutReason(r.Error)
 	q.set(r.Index, r.Entry)
+	q.entries[r.Index].restored = r.Queue == Pending
 	q.nextSeq = max(q.nextSeq, r.Seq+1)
 	q.nextFront = min(q.nextFront, r.Seq-1)
 	return nil
@@ -215,6 +231,8 @@ func CheckRecord(r Record, numTasks int) error {
 		return bad("todo order %d (want at least %d)", r.Seq, minSeq)
 	case len(r.Trainer) > wire.MaxTrainerNameBytes:
 		return bad("trainer name of %d bytes (at most %d)", len(r.Trainer), wire.MaxTrainerNameBytes)
+	case r.Progress < 0 || r.Progress > math.MaxInt32 || (r.Queue == Done && r.Progress != 0):
+		return bad("progress %d in queue %v", r.Progress, r.Queue)
 	case r.Queue != Pending && r.Trainer != "":
 		return bad("trainer %q named in queue %v (only a pending task has one)", r.Trainer, r.Queue)
 	}
@@ -231,6 +249,7 @@ func (q *Queues) startPass(p int) {
 	q.counts = [4]int{}
 	q.doneRecs = 0
 	clear(q.reasons)
+	clear(q.progress)
 	q.timers = q.timers[:0]
 	q.todo, q.todoHead = q.todo[:0], 0
 	q.nextSeq = int64(len(q.entries))
@@ -240,9 +259,7 @@ func (q *Queues) startPass(p int) {
 		return
 	}
 	q.counts[Todo] = len(q.entries)
-	for i := range q.entries {
-		q.todo = append(q.todo, todoItem{task: i, seq: int64(i)})
-	}
+	q.todo = q.appendOrder(q.todo, p)
 }
 
 // rebuildTodo orders Todo by seq after a restore.
@@ -260,12 +277,13 @@ func (q *Queues) rebuildTodo() {
 func (q *Queues) entry(task int) Entry {
 	s := q.entries[task]
 	if int(s.pass) != q.pass {
-		return Entry{Pass: q.pass, Queue: Todo, Seq: int64(task)}
+		return Entry{Pass: q.pass, Queue: Todo, Seq: q.untouchedSeq(task)}
 	}
 	e := s.entry(q.reasons[task])
 	if e.Queue == Pending {
 		e.Trainer = q.holders[task]
 	}
+	e.Progress = q.progress[task].done
 	return e
 }
 
@@ -288,6 +306,7 @@ func (q *Queues) set(task int, e Entry) {
 	if e.Queue == Pending {
 		q.hold(task, e.Trainer)
 	}
+	q.setProgress(task, e)
 	if e.Error != "" {
 		q.reasons[task] = e.Error
 	} else {
@@ -361,9 +380,9 @@ func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Chan
 		return wire.AlreadyDone, Change{}, nil
 	}
 	current := e.Queue == Pending && e.Epoch == epoch
-	usable := current && q.sample(task, now.Sub(q.started(e)))
+	usable := current && !q.entries[task].restored && q.sample(task, now.Sub(q.started(e)))
 	holder := e.Trainer
-	e.Queue, e.Dispatched, e.Deadline, e.Trainer = Done, time.Time{}, time.Time{}, ""
+	e.Queue, e.Dispatched, e.Deadline, e.Trainer, e.Progress = Done, time.Time{}, time.Time{}, "", 0
 	ch := q.change(task, e)
 	if current {
 		q.finishedBy(holder, now)

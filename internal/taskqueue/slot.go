@@ -14,6 +14,9 @@ type slot struct {
 	timeouts   int32
 	queue      Queue
 	depth      uint8 // Pending: the tasks its trainer held when it was dispatched (holders.go)
+	// restored: Pending since a restore, which set its dispatch time to
+	// the restore's: how long it takes tells nothing of a task's duration.
+	restored bool
 }
 
 func toSlot(e Entry) slot {

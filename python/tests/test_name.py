@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import socketserver
 import subprocess
@@ -86,7 +87,7 @@ LONG = "x" + "é" * MAX_TRAINER_NAME_BYTES  # 2 bytes a character: byte 128 is i
 
 
 @pytest.mark.parametrize("name,want", [
-    (None, f"{socket.gethostname()}-{os.getpid()}"),
+    (None, re.compile(rf"{re.escape(socket.gethostname())}-{os.getpid()}-[0-9a-f]{{4}}")),
     ("gpu7/worker 3", "gpu7/worker 3"),
     (LONG, LONG[:MAX_TRAINER_NAME_BYTES // 2]),  # "x" and 63 "é": 127 bytes
 ], ids=["default", "set", "too long"])
@@ -95,6 +96,9 @@ def test_name_on_every_call(fake_master, name, want):
         task = c.get_task()
         c.task_finished(task)
         c.task_failed(task, "disk on fire")
+        if not isinstance(want, str):
+            assert want.fullmatch(c.name), c.name
+            want = c.name
     assert names(fake_master) == {"GetTask": [want], "TaskFinished": [want], "TaskFailed": [want]}
     assert fake_master.calls[0][1] == {"Trainer": want}, "GetTask's zero task carries the name"
     assert fake_master.calls[1][1] == {"Index": 0, "Epoch": 1, "Pass": 0, "Trainer": want}, "a report carries no blocks"

@@ -37,7 +37,7 @@ def records(*, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = 
     """Yields every record the master hands this trainer, until all passes
     are done. The master is found at addr, or through etcd at endpoints
     (NS/master/addr); dataset, if given, is reported first. name is the
-    trainer's name the master shows (default "hostname-pid")."""
+    trainer's name the master shows (default "hostname-pid-xxxx")."""
     if (addr is None) == (endpoints is None):
         raise ValueError("give either addr or endpoints")
     resolver = addr if addr is not None else EtcdResolver(endpoints or [], namespace)

@@ -4,14 +4,15 @@
     python -m trainmaster cat FILE...          # one record a line, as Python bytes literals
     python -m trainmaster train (--addr HOST:PORT | --endpoints URL,...) [--namespace NS]
                                 [--dataset 'PATTERN,...'] [--name NAME] [--token-file FILE] [--json]
-                                [--record-delay SECONDS]
+                                [--record-delay SECONDS] [--progress-interval SECONDS]
 
 train prints, for each pass, the records and bytes it consumed and their
 digest, as cmd/trainer does (the digests of several trainers add up to the
 dataset's): "pass 0: 1000 records, 24000 bytes, digest 3fa2c1d09e6b7a55".
 --name is the name it gives the master, for its per-trainer figures
-(default "hostname-pid"); --record-delay pretends to train, sleeping that
-long on every record (for demos).
+(default "hostname-pid-xxxx"); --record-delay pretends to train, sleeping that
+long on every record (for demos); --progress-interval is how often it
+reports how far it got in its task (default 10; 0: never).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 from typing import Dict, List, Optional
 
 from . import Client, Digest, EtcdResolver, recordio
+from .client import DEFAULT_PROGRESS_INTERVAL
 
 
 def _stat(files: List[str]) -> int:
@@ -47,7 +49,8 @@ def _train(args: argparse.Namespace) -> int:
     resolver = args.addr if args.addr else EtcdResolver(args.endpoints.split(","), args.namespace)
     digests: Dict[int, Digest] = {}
     task = Digest()
-    with Client(resolver, token=token, min_backoff=0.02, max_backoff=0.5, name=args.name) as c:
+    with Client(resolver, token=token, min_backoff=0.02, max_backoff=0.5, name=args.name,
+                progress_interval=args.progress_interval) as c:
         if args.dataset:
             c.report_dataset(args.dataset.split(","))
         for rec in c.records():
@@ -80,7 +83,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     where.add_argument("--endpoints", help="etcd URLs, comma-separated: the master's address is read there")
     train.add_argument("--namespace", default="", help="the job's etcd key prefix")
     train.add_argument("--dataset", help="comma-separated RecordIO glob patterns to report first")
-    train.add_argument("--name", help="the trainer's name the master shows (default hostname-pid)")
+    train.add_argument("--name", help="the trainer's name the master shows (default hostname-pid-xxxx)")
+    train.add_argument("--progress-interval", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
+                       help="report how far the trainer got in its task this often (0: never)")
     train.add_argument("--token-file", help="file holding the master's token")
     train.add_argument("--json", action="store_true", help="print JSON lines, one per task and per pass")
     train.add_argument("--record-delay", type=float, default=0.0, metavar="SECONDS",

@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 from . import recordio
 from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing
 from .rpc import Connection
+from .shuffle import in_training_order
 
 __all__ = ["Client", "Record", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES"]
 
@@ -33,6 +34,13 @@ MAX_ERROR_BYTES = 1024
 
 # The most of a trainer's name the master keeps (go/wire.MaxTrainerNameBytes).
 MAX_TRAINER_NAME_BYTES = 128
+
+# Report codes (go/wire.Report) that say a task is no longer this trainer's.
+_ALREADY_DONE, _STALE_PASS, _SUPERSEDED = 2, 3, 4
+
+# How often records() reports progress inside a task, by default
+# (go/wire.DefaultProgressInterval), in seconds.
+DEFAULT_PROGRESS_INTERVAL = 10.0
 
 Task = Dict[str, Any]
 
@@ -62,11 +70,14 @@ def cut_reason(reason: str) -> str:
 
 def trainer_name(name: Optional[str] = None) -> str:
     """The name a trainer sends with every task (wire.Task.Trainer): name,
-    or by default "hostname-pid" (a DataLoader worker, a process of its own,
-    has a name of its own), cut to MAX_TRAINER_NAME_BYTES at a UTF-8
-    boundary. The master replaces control characters, if any."""
+    or by default "hostname-pid-xxxx", xxxx four hex digits drawn at each
+    call (a DataLoader worker, a process of its own, has a name of its own;
+    a trainer restarted with the same pid, as in a container, does not take
+    its predecessor's, whose tasks the master would then wait for), cut to
+    MAX_TRAINER_NAME_BYTES at a UTF-8 boundary. The master replaces control
+    characters, if any."""
     if not name:
-        name = f"{socket.gethostname()}-{os.getpid()}"
+        name = f"{socket.gethostname()}-{os.getpid()}-{random.getrandbits(16):04x}"
     return _cut(name.encode(errors="replace"), MAX_TRAINER_NAME_BYTES)
 
 
@@ -74,19 +85,23 @@ class Client:
     """Talks to the master for one trainer. resolver is the master's
     address ("host:port") or a callable returning it (discovery.EtcdResolver).
     name is the trainer's name, sent with every task for the master's
-    per-trainer figures (default "hostname-pid"; see trainer_name).
-    Safe to use from several threads; one connection, shared."""
+    per-trainer figures (default "hostname-pid-xxxx"; see trainer_name).
+    Safe to use from several threads; one connection, shared.
+    progress_interval is how often records() reports how far it got in a
+    task (seconds; 0 or less: never), so that after a fault the task's next
+    dispatch starts there (wire.Progress)."""
 
     def __init__(self, resolver: Union[str, Callable[[], str]], *, token: Optional[str] = None,
                  tls: Optional[ssl.SSLContext] = None, server_name: Optional[str] = None, prefetch: int = 1,
                  min_backoff: float = 0.1, max_backoff: float = 5.0, call_timeout: float = 30.0,
-                 name: Optional[str] = None) -> None:
+                 name: Optional[str] = None, progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
         self._resolve = resolver if callable(resolver) else (lambda: resolver)
         self.name = trainer_name(name)
         self._token, self._tls, self._server_name = token, tls, server_name
         self.prefetch = max(prefetch, 1)
         self.min_backoff, self.max_backoff = min_backoff, max(max_backoff, min_backoff)
         self.call_timeout = call_timeout
+        self.progress_interval = progress_interval
         self._conn: Optional[Connection] = None
         self._mu = threading.Lock()
         self._dataset: Optional[List[str]] = None
@@ -114,6 +129,12 @@ class Client:
         failed = self._report(task)
         failed["Error"] = cut_reason(reason)
         return self._call("TaskFailed", failed)
+
+    def task_progress(self, task: Task, done: int) -> int:
+        """Reports the records of task's order before position done trained
+        (wire.Progress); returns the report code."""
+        return self._call("TaskProgress", {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"],
+                                           "Trainer": self.name, "Done": done})
 
     def _report(self, task: Task) -> Task:
         """What is sent back of a task: its identity, never its blocks, and
@@ -226,7 +247,7 @@ class Client:
                         break
                     attempt = 0
                     try:
-                        records = read_task(task)
+                        records = in_training_order(task, read_task(task))
                     except (recordio.RecordIOError, OSError) as e:
                         log.warning("trainmaster: task %d cannot be read, reporting it failed: %s", task["Index"], e)
                         self.task_failed(task, str(e))
@@ -244,10 +265,14 @@ class Client:
                 if not stop.is_set():
                     ahead.put(e)
 
+        position = _Position(self)
         fetcher = threading.Thread(target=fetch, name="trainmaster-prefetch", daemon=True)
         reporter = threading.Thread(target=report, name="trainmaster-finishes", daemon=True)
+        progress = threading.Thread(target=position.run, args=(stop,), name="trainmaster-progress", daemon=True)
         fetcher.start()
         reporter.start()
+        if self.progress_interval > 0 and not finish_when_read:
+            progress.start()
         try:
             while True:
                 item = ahead.get()
@@ -256,11 +281,15 @@ class Client:
                 if isinstance(item, BaseException):
                     raise item
                 task, records = item
-                yield from _task_records(task, records)
-                if not finish_when_read:
+                yield from position.begin(task, records)
+                if not position.end() and not finish_when_read:
                     finished.put(task)
         finally:
             stop.set()
+            if progress.is_alive():
+                progress.join(self.call_timeout)
+            if self.progress_interval > 0 and not finish_when_read:
+                position.report()  # the task left in the middle, if any
             while fetcher.is_alive():
                 try:
                     ahead.get(timeout=0.05)
@@ -276,10 +305,69 @@ class Client:
 _make_record = functools.partial(tuple.__new__, Record)
 
 
-def _task_records(task: Task, records: List[bytes]) -> Iterator[Record]:
-    n = len(records)
-    lasts = itertools.chain(itertools.repeat(False, n - 1), (True,)) if n else ()
-    return map(_make_record, zip(records, itertools.repeat(task["Index"], n), itertools.repeat(task["Pass"], n), lasts))
+class _Position:
+    """How far a records() loop got in the task it yields, reported by a
+    thread of its own every progress_interval (wire.Progress). The records
+    are yielded in C from a list iterator: the position is read off that
+    iterator (its length hint is what is left), so following it costs the
+    loop nothing per record. A record counts as trained once yielded. A
+    report answered superseded, already done or stale pass says the task is
+    no longer this trainer's: the iterator is run to its end, so the loop
+    stops yielding the task, which is not reported finished."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._mu = threading.Lock()
+        self._task: Optional[Task] = None
+        self._it: Any = None
+        self._n = 0
+        self._sent = 0
+        self._dropped = False
+
+    def begin(self, task: Task, records: List[bytes]) -> Iterator[Record]:
+        """The records of task from its From on (an earlier dispatch trained
+        those before it)."""
+        n = len(records)
+        start = min(max(task.get("From") or 0, 0), n)
+        it = iter(records)
+        it.__setstate__(start)
+        with self._mu:
+            self._task, self._it, self._n, self._sent, self._dropped = task, it, n, start, False
+        left = n - start
+        lasts = itertools.chain(itertools.repeat(False, left - 1), (True,)) if left else ()
+        return map(_make_record, zip(it, itertools.repeat(task["Index"], left), itertools.repeat(task["Pass"], left), lasts))
+
+    def end(self) -> bool:
+        """Ends the task; says whether it was dropped."""
+        with self._mu:
+            self._task = None
+            return self._dropped
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.wait(self._client.progress_interval):
+            self.report()
+
+    def report(self) -> None:
+        """Sends the position if it moved since the last report."""
+        with self._mu:
+            task = self._task
+            if task is None:
+                return
+            done = self._n - self._it.__length_hint__()
+            if done <= self._sent:
+                return
+            self._sent = done
+        try:
+            reply = self._client.task_progress(task, done)
+        except (MasterError, ConnectionLost) as e:
+            log.debug("trainmaster: progress of task %d not recorded: %s", task["Index"], e)
+            return
+        if reply in (_ALREADY_DONE, _STALE_PASS, _SUPERSEDED):
+            with self._mu:
+                if self._task is task:
+                    self._dropped = True
+                    self._it.__setstate__(self._n)
+            log.info("trainmaster: task %d is no longer this trainer's (report %d); dropping the rest of it", task["Index"], reply)
 
 
 def read_task(task: Task) -> List[bytes]:

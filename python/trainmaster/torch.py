@@ -28,7 +28,7 @@ class TaskDataset(torch.utils.data.IterableDataset):
     """Yields transform(record) for every record the master hands this
     process, until all passes are done. The master is at addr, or found
     through etcd at endpoints; dataset, if given, is reported first. name is
-    the trainer's name the master shows, default "hostname-pid": each
+    the trainer's name the master shows, default "hostname-pid-xxxx": each
     DataLoader worker, a process of its own, is then a trainer of its own
     name (a name given is shared by the workers)."""
 

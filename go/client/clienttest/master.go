@@ -30,6 +30,10 @@ type Options struct {
 	// RequeueFailed puts a failed task back at the end of the queue; by
 	// default it is out of the pass, as if done.
 	RequeueFailed bool
+	// Seed is the job's shuffle seed: each task handed out carries
+	// wire.TaskSeed(Seed, pass, index), as the real master's do (the queue
+	// keeps index order). 0: none, file order.
+	Seed uint64
 }
 
 // Event is one call the master answered.

@@ -1,0 +1,40 @@
+package wire
+
+import "time"
+
+// Progress inside a task. A trainer that trains a task's records in order
+// reports how far it got with Master.TaskProgress, now and then and when it
+// stops cleanly in the middle of a task; the master commits the position in
+// the task's entry. When the task is handed out again (after a timeout, a
+// failure report, a lost trainer or a failover) the reply's Task.From says
+// where to start, and the trainer skips the records before it: they were
+// trained.
+//
+// A position counts records in the task's record order: the records of its
+// blocks one after the other, in the blocks' order (and, for a task with a
+// shuffle seed, in that shuffled order). Position p means records 0 to p-1
+// were trained; in file order it names the block and record reached.
+//
+// Reports cost the master one fenced etcd write each, so a trainer sends
+// one at most every ProgressInterval (go/client and the Python client
+// default to DefaultProgressInterval), and the master records at most one
+// per dispatch every MinProgressInterval: a report sooner than that is
+// answered TooSoon and changes nothing.
+
+// Progress is what Master.TaskProgress carries.
+type Progress struct {
+	Index, Epoch, Pass int    // the dispatch, as GetTask handed it out
+	Trainer            string `json:",omitempty"` // the caller's name, as in Task
+	// Done is the position reached: the records of the task's order before
+	// it are trained. It is at most the task's records.
+	Done int
+}
+
+// DefaultProgressInterval is how often the clients report progress inside
+// a task, by default: a few fenced writes a second with hundreds of
+// trainers.
+const DefaultProgressInterval = 10 * time.Second
+
+// MinProgressInterval is the shortest interval between two progress
+// reports of one dispatch that the master records.
+const MinProgressInterval = time.Second

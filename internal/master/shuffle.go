@@ -1,0 +1,44 @@
+package master
+
+import (
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/dataset"
+	"github.com/trainmaster/master/internal/taskqueue"
+)
+
+// A job's reproducible order. The seed is stored with the dataset when it
+// is accepted (Config.ShuffleSeed), and the stored seed orders every pass
+// (taskqueue's order.go) and every task's records (wire.Task.Seed), so
+// that a master that takes over continues the order the job started with,
+// whatever its own seed.
+
+// queueConfig returns the queues' configuration for ds, ordered by its
+// stored seed.
+func (s *Service) queueConfig(ds *dataset.Dataset) taskqueue.Config {
+	cfg := s.cfg.Queue
+	cfg.Seed = ds.ShuffleSeed
+	return cfg
+}
+
+// warnSeed says so when a stored dataset's seed is not this master's: the
+// operator asked for an order the job will not have.
+func (s *Service) warnSeed(ds *dataset.Dataset) {
+	if ds.ShuffleSeed == s.cfg.ShuffleSeed {
+		return
+	}
+	s.cfg.Log.WithFields(logrus.Fields{"stored_seed": ds.ShuffleSeed, "shuffle_seed": s.cfg.ShuffleSeed}).Warnf(
+		"the dataset was stored with shuffle seed %d and this master has -shuffle-seed %d: the stored seed rules, so that the job keeps its order",
+		ds.ShuffleSeed, s.cfg.ShuffleSeed)
+}
+
+// taskSeed returns the seed of a task's records in the current pass, for
+// the task handed out: 0 (file order) without a shuffle seed. Called with
+// s.mu held.
+func (s *Service) taskSeed(task int) uint64 {
+	if s.ds.ShuffleSeed == 0 {
+		return 0
+	}
+	return wire.TaskSeed(s.ds.ShuffleSeed, s.q.Pass(), task)
+}

@@ -1,0 +1,73 @@
+package taskqueue
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// TestProgress: the current dispatch's reports move the task's position
+// forward, at most once per wire.MinProgressInterval; the position survives
+// a timeout and a restore and is where the next dispatch starts; it is
+// dropped once the task is done and at the next pass.
+func TestProgress(t *testing.T) {
+	q := newQueues(t, Config{Timeout: time.Minute, Passes: 2}, 2)
+	task, epoch := dispatch(t, q, t0)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	for i, tc := range []struct {
+		pass, epoch, done int
+		at                time.Time
+		want              wire.Report
+		progress          int
+		wantErr           error
+	}{
+		{0, 1, 4, sec(1), wire.Recorded, 4, nil},
+		{0, 1, 5, sec(1).Add(time.Second / 4), wire.Recorded, 5, nil}, // two may come close
+		{0, 1, 6, sec(1).Add(time.Second / 2), wire.TooSoon, 5, nil},  // not three
+		{0, 1, 3, sec(3), wire.Recorded, 5, nil},                      // backwards: nothing changes
+		{0, 1, 11, sec(5), 0, 5, ErrBadReport},                        // past the task's 10 records
+		{0, 1, -1, sec(5), 0, 5, ErrBadReport},
+		{0, 2, 5, sec(5), 0, 5, ErrFutureEpoch},
+		{1, 1, 5, sec(5), 0, 5, ErrFuturePass},
+		{0, 1, 7, sec(6), wire.Recorded, 7, nil},
+	} {
+		rep, ch, err := q.Progress(task, tc.pass, tc.epoch, tc.done, tc.at)
+		if rep != tc.want || !errors.Is(err, tc.wantErr) || q.Entry(task).Progress != tc.progress {
+			t.Fatalf("report %d: %v, %v, progress %d; want %v, %v, %d", i, rep, err, q.Entry(task).Progress, tc.want, tc.wantErr, tc.progress)
+		}
+		if changed := !ch.Empty(); changed != (i == 0 || i == 1 || i == 8) {
+			t.Fatalf("report %d changed %v: %+v", i, changed, ch)
+		}
+	}
+	q.Expire(t0.Add(time.Minute))
+	if rep, _, _ := q.Progress(task, 0, epoch, 9, sec(70)); rep != wire.Superseded {
+		t.Fatalf("progress of a timed out dispatch: %v", rep)
+	}
+	stored := []Record{{Index: task, Entry: q.Entry(task)}}
+	r, err := Restore(q.cfg, 2, tenRecords, 0, Stored(stored), sec(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, qq := range map[string]*Queues{"live": q, "restored": r} {
+		if e := qq.Entry(task); e.Progress != 7 || e.Queue != Todo {
+			t.Fatalf("%s: %+v", name, e)
+		}
+	}
+	task2, _, _, _ := r.Dispatch(sec(80), "")
+	if task2 != 1 { // task 1 first: task 0 went to the end of todo
+		t.Fatalf("dispatched %d", task2)
+	}
+	again, e2, _, _ := r.Dispatch(sec(80), "")
+	if again != task || r.Entry(task).Progress != 7 {
+		t.Fatalf("dispatch %d epoch %d: progress %d", again, e2, r.Entry(task).Progress)
+	}
+	if rep, _, _ := r.Progress(task, 0, e2, 8, sec(80)); rep != wire.Recorded { // the first report after a restore is never too soon
+		t.Fatalf("first report after restore: %v", rep)
+	}
+	_, ch, _ := r.Finish(task, 0, e2, sec(81))
+	if r.Entry(task).Progress != 0 || ch.Records[0].Progress != 0 {
+		t.Fatalf("done task keeps progress %d", r.Entry(task).Progress)
+	}
+}
