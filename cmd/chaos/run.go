@@ -413,11 +413,16 @@ func (c *cluster) watchHeld(ctx context.Context, kind, trainer string) {
 		c.rep.note(fmt.Sprintf("%s: cannot read the held tasks: %v", kind, err))
 		return
 	}
+	held := 0
 	for _, kv := range resp.Kvs {
 		var e storedEntry
 		if json.Unmarshal(kv.Value, &e) != nil || e.Queue != "pending" || (trainer != "" && e.Trainer != trainer) {
 			continue
 		}
+		held++
 		c.rep.affect(taskOf(string(kv.Key)), e, kind, at)
+	}
+	if held == 0 && trainer != "" {
+		c.rep.note(fmt.Sprintf("%s: %s held no pending task at %s", kind, trainer, at.Format("15:04:05.000")))
 	}
 }

@@ -19,7 +19,7 @@ var (
 )
 
 // trainerBinary builds cmd/trainer once, beside the master binary.
-func trainerBinary(t *testing.T) string {
+func trainerBinary(t testing.TB) string {
 	t.Helper()
 	trainerOnce.Do(func() {
 		trainerBin = filepath.Join(filepath.Dir(binPath), "trainer")

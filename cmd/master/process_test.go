@@ -169,7 +169,7 @@ func (p *proc) awaitLog(text string, limit time.Duration) {
 }
 
 // writeDataset writes files of 50 chunks of 20 records each.
-func writeDataset(t *testing.T, files int) string {
+func writeDataset(t testing.TB, files int) string {
 	t.Helper()
 	dir := t.TempDir()
 	for f := range files {
