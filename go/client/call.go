@@ -73,18 +73,55 @@ func (c *Client) invoke(ctx context.Context, rc *rpc.Client, method string, args
 	call := rc.Go(wire.ServiceName+"."+method, args, reply, make(chan *rpc.Call, 1))
 	timer := time.NewTimer(c.cfg.CallTimeout)
 	defer timer.Stop()
-	select {
-	case <-call.Done:
-		return c.classify(rc, call.Error)
-	case <-ctx.Done():
-		c.drop(rc)
-		<-call.Done
-		return context.Cause(ctx)
-	case <-timer.C:
-		c.drop(rc)
-		<-call.Done
-		return &connError{op: "call", err: fmt.Errorf("no reply in %v", c.cfg.CallTimeout)}
+	check := time.NewTicker(movedCheck)
+	defer check.Stop()
+	for {
+		select {
+		case <-call.Done:
+			return c.classify(rc, call.Error)
+		case <-ctx.Done():
+			c.drop(rc)
+			<-call.Done
+			return context.Cause(ctx)
+		case <-timer.C:
+			c.drop(rc)
+			<-call.Done
+			return &connError{op: "call", err: fmt.Errorf("no reply in %v", c.cfg.CallTimeout)}
+		case <-check.C:
+			if moved := c.moved(ctx, rc); moved != "" {
+				c.drop(rc)
+				<-call.Done
+				return &connError{op: "call", err: fmt.Errorf("no reply yet, and the master is now at %s", moved)}
+			}
+		}
 	}
+}
+
+// movedCheck is how long a call waits for its reply before the client asks
+// the Resolver whether the master moved, and how often it asks again: a
+// master frozen (SIGSTOP, a hung host) keeps its connections open and
+// answers nothing, and a standby serves in its place after its lease (a
+// few seconds), long before CallTimeout. Calls take milliseconds, so
+// almost none waits this long.
+const movedCheck = 2 * time.Second
+
+// moved returns the master's address if the Resolver now gives another
+// one than the address rc was dialled at, "" otherwise (or when it cannot
+// tell within a second).
+func (c *Client) moved(ctx context.Context, rc *rpc.Client) string {
+	c.mu.Lock()
+	addr, current := c.addr, c.conn == rc
+	c.mu.Unlock()
+	if !current {
+		return ""
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	now, err := c.res.Resolve(rctx)
+	if err != nil || now == addr {
+		return ""
+	}
+	return now
 }
 
 // classify sorts the outcome of a call. The master's answers come as

@@ -31,6 +31,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	conn    *rpc.Client // nil when not connected
+	addr    string      // the address conn was dialled at
 	dataset []string    // as last reported, to report again to a master that lost it
 }
 
@@ -191,7 +192,7 @@ func (c *Client) adopt(rc *rpc.Client, addr string) (*rpc.Client, error) {
 		c.closeConn(rc)
 		return c.conn, nil
 	}
-	c.conn = rc
+	c.conn, c.addr = rc, addr
 	c.cfg.Log.WithField("master", addr).Debug("client: connected")
 	return rc, nil
 }

@@ -36,7 +36,16 @@
 //     error; connection failures (a master closing an idle connection
 //     included) and "master is not serving" make the client drop its
 //     connection, resolve the master's address again and retry, with
-//     backoff, until the context ends, without surfacing an error.
+//     backoff, until the context ends, without surfacing an error. A call
+//     that has had no reply for 2 s asks the Resolver again, every 2 s,
+//     and moves to the master it names if that is another one: a frozen
+//     master (SIGSTOP) keeps its connections open, and its standby serves
+//     long before Config.CallTimeout.
+//   - The loop reports how far it got in its task (Config.ProgressInterval,
+//     and when it stops in the middle of one), starts a task handed out
+//     again where the last dispatch got (wire.Task.From), and drops a task
+//     the master says is no longer this trainer's (it timed out and went
+//     to another, or another finished it), without reporting it finished.
 //   - Config.TLS makes the client speak TLS, and Config.Token presents the
 //     master's shared token once per connection before its first call. A
 //     "not authenticated" answer, and a certificate refused by either side,
@@ -47,7 +56,8 @@
 //   - Every task the client sends (GetTask's finished, the zero Task
 //     included, TaskFinished and TaskFailed) carries the trainer's name,
 //     Config.Name (default "hostname-pid-xxxx"), in wire.Task.Trainer, for the
-//     master's per-trainer figures.
+//     master's per-trainer figures and its knowledge of who holds which
+//     task.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine
 //     stops: nothing is left running.

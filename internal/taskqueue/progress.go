@@ -13,8 +13,20 @@ import (
 // the slots, like failure reasons.
 type progressMark struct {
 	done     int
+	from     int   // the position the current dispatch started at
 	at, prev int64 // Unix nanoseconds of the last two reports recorded; 0: none since the dispatch or restore
 }
+
+// dispatched notes that a task was handed out from its progress.
+func (q *Queues) dispatched(task int) {
+	if pm, ok := q.progress[task]; ok {
+		pm.from, pm.at, pm.prev = pm.done, 0, 0
+		q.progress[task] = pm
+	}
+}
+
+// startedAt is the position the current dispatch of a task started at.
+func (q *Queues) startedAt(task int) int { return q.progress[task].from }
 
 // Progress records that the current dispatch of a task has trained the
 // records of the task's order before position done (wire.Progress). A
@@ -50,7 +62,7 @@ func (q *Queues) Progress(task, pass, epoch, done int, now time.Time) (wire.Repo
 	}
 	e.Progress = done
 	ch := q.change(task, e)
-	q.progress[task] = progressMark{done: done, at: nanos(now), prev: last.at}
+	q.progress[task] = progressMark{done: done, from: last.from, at: nanos(now), prev: last.at}
 	return wire.Recorded, ch, nil
 }
 

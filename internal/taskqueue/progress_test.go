@@ -71,3 +71,59 @@ func TestProgress(t *testing.T) {
 		t.Fatalf("done task keeps progress %d", r.Entry(task).Progress)
 	}
 }
+
+// TestResumedDispatchSamplesItsRest: a dispatch that started at a task's
+// progress trained only the rest of it; the moving average divides its
+// time by those records, not the task's (which would make it short, and
+// time out the tasks of trainers still training them).
+func TestResumedDispatchSamplesItsRest(t *testing.T) {
+	q := newQueues(t, Config{Timeout: time.Hour, TimeoutMin: time.Second, Factor: 1, MinSamples: 1}, 2)
+	task, epoch := dispatch(t, q, t0)
+	if rep, _, err := q.Progress(task, 0, epoch, 8, t0.Add(time.Second)); rep != wire.Recorded || err != nil {
+		t.Fatalf("progress: %v %v", rep, err)
+	}
+	if _, _, err := q.Fail(task, 0, epoch, "the trainer's disk"); err != nil {
+		t.Fatal(err)
+	}
+	dispatch(t, q, t0) // task 1
+	again, epoch2 := dispatch(t, q, t0)
+	if again != task || q.Entry(task).Progress != 8 {
+		t.Fatalf("dispatched %d, progress %d", again, q.Entry(task).Progress)
+	}
+	if _, _, err := q.Finish(task, 0, epoch2, t0.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.Timeout(1); got != 10*time.Second { // 2 s for 2 records: 1 s a record, 10 records
+		t.Fatalf("timeout %v, want 10s", got)
+	}
+}
+
+// TestProgressKeepsTheDispatchMemory: a progress report rewrites a pending
+// task's entry; the dispatch keeps its depth and, after a restore, stays
+// no sample of the average.
+func TestProgressKeepsTheDispatchMemory(t *testing.T) {
+	cfg := Config{Timeout: time.Hour, TimeoutMin: time.Second, Factor: 1, MinSamples: 1}
+	q := newQueues(t, cfg, 3)
+	_, _, ch, _ := q.Dispatch(t0, "a")
+	r, err := Restore(q.cfg, 3, tenRecords, 0, Stored(ch.Records), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, _, _ := r.Progress(0, 0, 1, 5, t0.Add(time.Second)); rep != wire.Recorded {
+		t.Fatalf("progress: %v", rep)
+	}
+	if _, _, err := r.Finish(0, 0, 1, t0.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Timeout(1); got != time.Hour {
+		t.Fatalf("a restored dispatch became a sample after a progress report: timeout %v", got)
+	}
+	r.Dispatch(t0, "b")
+	_, epoch, _, _ := r.Dispatch(t0, "b") // depth 1
+	if rep, _, _ := r.Progress(2, 0, epoch, 5, t0.Add(time.Second)); rep != wire.Recorded {
+		t.Fatalf("progress: %v", rep)
+	}
+	if d := r.entries[2].depth; d != 1 {
+		t.Fatalf("depth %d after a progress report, want 1", d)
+	}
+}

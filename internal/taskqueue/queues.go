@@ -299,7 +299,13 @@ func (q *Queues) set(task int, e Entry) {
 			q.doneRecs -= q.records(task)
 		}
 	}
+	prev := q.entries[task]
 	q.entries[task] = toSlot(e)
+	if prev.queue == Pending && e.Queue == Pending && int(prev.pass) == e.Pass && int(prev.epoch) == e.Epoch {
+		// The same dispatch, changed (progress, a tighter deadline): it keeps
+		// what the queues know of it in memory only.
+		q.entries[task].depth, q.entries[task].restored = prev.depth, prev.restored
+	}
 	if old.Queue == Pending {
 		q.unhold(task)
 	}
@@ -344,6 +350,7 @@ func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Ch
 	delete(q.avoid, task)
 	ch = q.change(task, e)
 	q.entries[task].depth = uint8(depth)
+	q.dispatched(task)
 	q.compactTodo()
 	return task, e.Epoch, ch, nil
 }
@@ -380,7 +387,7 @@ func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Chan
 		return wire.AlreadyDone, Change{}, nil
 	}
 	current := e.Queue == Pending && e.Epoch == epoch
-	usable := current && !q.entries[task].restored && q.sample(task, now.Sub(q.started(e)))
+	usable := current && !q.entries[task].restored && q.sample(task, q.startedAt(task), now.Sub(q.started(e)))
 	holder := e.Trainer
 	e.Queue, e.Dispatched, e.Deadline, e.Trainer, e.Progress = Done, time.Time{}, time.Time{}, "", 0
 	ch := q.change(task, e)

@@ -45,16 +45,18 @@ func (q *Queues) timeoutFor(records int64) time.Duration {
 	return min(max(d, q.cfg.TimeoutMin), q.cfg.Timeout)
 }
 
-// sample records how long a finished dispatch took, and reports whether
+// sample records how long a finished dispatch took, from position from of
+// its task, and reports whether
 // it is the sample that makes the average usable: then the dispatches
 // still running with the initial timeout are to get the adaptive one too
 // (tightenPending), so that a task stalled in the first wave does not hold
 // its pass for the whole initial timeout.
-func (q *Queues) sample(task int, took time.Duration) bool {
+func (q *Queues) sample(task, from int, took time.Duration) bool {
 	if took < 0 {
 		took = 0
 	}
-	q.avg.add(took.Seconds() / float64(max(q.records(task), 1)))
+	// A dispatch that started at from (wire.Progress) trained the rest.
+	q.avg.add(took.Seconds() / float64(max(q.records(task)-int64(from), 1)))
 	return q.avg.filled == q.cfg.MinSamples
 }
 
