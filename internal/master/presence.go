@@ -15,8 +15,9 @@ import (
 // left for Config.TrainerGrace is lost: its tasks go back to the front of
 // Todo at once (taskqueue.Release) instead of waiting for their timeouts,
 // and that is not counted against -task-timeout-max. When a term starts,
-// every trainer holding tasks in the restored state gets the same grace to
-// call this master.
+// every trainer holding tasks in the restored state gets twice that grace
+// to call this master: its trainers lost their connection to the old one
+// too, and come back with backoff (go/client's waits grow to 5 s).
 //
 // A trainer that is alive keeps a connection open (go/client and the
 // Python client do), so a slow one keeps its tasks until they time out,
@@ -36,6 +37,7 @@ type presence struct {
 // goneFor is a grace running for a trainer without a connection.
 type goneFor struct {
 	since time.Time
+	grace time.Duration
 	timer Timer
 }
 
@@ -72,7 +74,7 @@ func (s *Service) Disconnected(trainer string) {
 	}
 	delete(s.pres.conns, trainer)
 	if s.q != nil && s.q.Holders()[trainer] > 0 {
-		s.startGrace(trainer)
+		s.startGrace(trainer, s.cfg.TrainerGrace)
 	}
 }
 
@@ -81,12 +83,16 @@ func named(trainer string) bool { return trainer != "" && trainer != wire.Unname
 
 // startGrace starts trainer's grace, unless one runs or the service does
 // not follow trainers. Called with s.mu held.
-func (s *Service) startGrace(trainer string) {
+func (s *Service) startGrace(trainer string, grace time.Duration) {
 	if _, ok := s.pres.gone[trainer]; ok || s.cfg.TrainerGrace < 0 || s.closed {
 		return
 	}
-	s.pres.gone[trainer] = goneFor{since: s.cfg.Clock.Now(), timer: s.cfg.Clock.AfterFunc(s.cfg.TrainerGrace, func() { s.lose(trainer) })}
+	s.pres.gone[trainer] = goneFor{since: s.cfg.Clock.Now(), grace: grace, timer: s.cfg.Clock.AfterFunc(grace, func() { s.lose(trainer) })}
 }
+
+// restoredGrace multiplies the grace of the trainers holding tasks when a
+// term starts.
+const restoredGrace = 2
 
 // graceHolders starts the grace of every trainer holding tasks in a state
 // just restored that has no connection to this master. Called with s.mu
@@ -97,7 +103,7 @@ func (s *Service) graceHolders() {
 	}
 	for trainer := range s.q.Holders() {
 		if s.pres.conns[trainer] == 0 {
-			s.startGrace(trainer)
+			s.startGrace(trainer, restoredGrace*s.cfg.TrainerGrace)
 		}
 	}
 }
@@ -138,7 +144,7 @@ func (s *Service) loseChange(trainer string) (op, bool) {
 	}
 	now := s.cfg.Clock.Now()
 	fields := logrus.Fields{"trainer": trainer, "tasks": released, "pass": s.q.Pass(),
-		"away": now.Sub(g.since).Round(time.Millisecond), "grace": s.cfg.TrainerGrace}
+		"away": now.Sub(g.since).Round(time.Millisecond), "grace": g.grace}
 	events := make([]TaskEvent, 0, len(ch.Records))
 	for _, r := range ch.Records {
 		ev := s.event(r.Index, r.Epoch, now)
@@ -146,7 +152,7 @@ func (s *Service) loseChange(trainer string) (op, bool) {
 		events = append(events, ev)
 	}
 	return s.queue(ch, func() {
-		s.cfg.Log.WithFields(fields).Warn("trainer lost: no connection for its grace (-trainer-grace); its tasks are back at the front of todo")
+		s.cfg.Log.WithFields(fields).Warn("trainer lost: no connection for its grace (-trainer-grace, twice that after a failover); its tasks are back at the front of todo")
 		for _, ev := range events {
 			s.cfg.Observer.Retried(trainer, ev, CauseLost)
 		}

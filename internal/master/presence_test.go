@@ -180,7 +180,11 @@ func TestRestoredHoldersGetGrace(t *testing.T) {
 	p := startPort(t, s, ServerConfig{})
 	b := dialTrainer(t, p.addr, "b")
 	b.getTask(wire.Task{})
-	clock.Advance(5 * time.Second)
+	clock.Advance(10*time.Second - time.Millisecond) // twice the grace after a failover
+	if got := pendingOf(s); len(got) != 3 {
+		t.Fatalf("within twice the grace, pending %v", got)
+	}
+	clock.Advance(time.Millisecond)
 	if got := pendingOf(s); !sameHolders(got, map[int]string{1: "b", 2: "b"}) {
 		t.Fatalf("pending %v, want b's two tasks; a's back in todo", got)
 	}
