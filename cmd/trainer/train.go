@@ -63,7 +63,6 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 			if err := p.add(rec.Pass, rec.Task, from, task); err != nil {
 				return err
 			}
-			current, task = [3]int{-1, -1, -1}, client.Digest{}
 		}
 	}
 	return nil

@@ -71,10 +71,9 @@ func (c *Client) invoke(ctx context.Context, rc *rpc.Client, method string, args
 	// gob leaves the fields it does not receive (zero ones) alone.
 	reflect.ValueOf(reply).Elem().SetZero()
 	call := rc.Go(wire.ServiceName+"."+method, args, reply, make(chan *rpc.Call, 1))
-	timer := time.NewTimer(c.cfg.CallTimeout)
+	deadline := time.Now().Add(c.cfg.CallTimeout)
+	timer := time.NewTimer(min(movedCheck, c.cfg.CallTimeout))
 	defer timer.Stop()
-	check := time.NewTicker(movedCheck)
-	defer check.Stop()
 	for {
 		select {
 		case <-call.Done:
@@ -84,17 +83,26 @@ func (c *Client) invoke(ctx context.Context, rc *rpc.Client, method string, args
 			<-call.Done
 			return context.Cause(ctx)
 		case <-timer.C:
-			c.drop(rc)
-			<-call.Done
-			return &connError{op: "call", err: fmt.Errorf("no reply in %v", c.cfg.CallTimeout)}
-		case <-check.C:
-			if moved := c.moved(ctx, rc); moved != "" {
+			if err := c.overdue(ctx, rc, deadline); err != nil {
 				c.drop(rc)
 				<-call.Done
-				return &connError{op: "call", err: fmt.Errorf("no reply yet, and the master is now at %s", moved)}
+				return &connError{op: "call", err: err}
 			}
+			timer.Reset(min(movedCheck, time.Until(deadline)))
 		}
 	}
+}
+
+// overdue says why a call on rc still without a reply is to be given up:
+// CallTimeout has passed, or the master moved (moved); nil to wait on.
+func (c *Client) overdue(ctx context.Context, rc *rpc.Client, deadline time.Time) error {
+	if time.Until(deadline) <= 0 {
+		return fmt.Errorf("no reply in %v", c.cfg.CallTimeout)
+	}
+	if moved := c.moved(ctx, rc); moved != "" {
+		return fmt.Errorf("no reply yet, and the master is now at %s", moved)
+	}
+	return nil
 }
 
 // movedCheck is how long a call waits for its reply before the client asks

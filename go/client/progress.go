@@ -20,8 +20,8 @@ import (
 // the loop then drops it at its next record and does not report it
 // finished.
 type progress struct {
-	c    *Client
-	tick <-chan time.Time // nil when progress is off
+	c      *Client
+	exited chan struct{} // closed when run has returned
 
 	done    atomic.Int64 // the position reached in the task being consumed: the loop stores it after every record
 	dropped atomic.Bool  // the master said the task is no longer this trainer's
@@ -31,15 +31,10 @@ type progress struct {
 	sent int64     // the position last reported for it
 }
 
-func newProgress(c *Client) (*progress, func()) {
-	p := &progress{c: c}
-	if c.cfg.ProgressInterval <= 0 {
-		return p, func() {}
-	}
-	ticker := time.NewTicker(c.cfg.ProgressInterval)
-	p.tick = ticker.C
-	return p, ticker.Stop
-}
+func newProgress(c *Client) *progress { return &progress{c: c, exited: make(chan struct{})} }
+
+// on reports whether the client reports progress.
+func (p *progress) on() bool { return p.c.cfg.ProgressInterval > 0 }
 
 // begin says the loop starts consuming t at position t.From.
 func (p *progress) begin(t wire.Task) {
@@ -60,18 +55,30 @@ func (p *progress) end() {
 	p.task = wire.Task{}
 }
 
-// run reports the position every tick until ctx ends.
+// run reports the position every ProgressInterval until ctx ends.
 func (p *progress) run(ctx context.Context) {
-	if p.tick == nil {
+	defer close(p.exited)
+	if !p.on() {
 		return
 	}
+	ticker := time.NewTicker(p.c.cfg.ProgressInterval)
+	defer ticker.Stop()
 	for {
 		select {
-		case <-p.tick:
+		case <-ticker.C:
 			p.report(ctx)
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// final reports the position of a task the loop left in the middle, once
+// run has returned.
+func (p *progress) final(ctx context.Context) {
+	<-p.exited
+	if p.on() {
+		p.report(ctx)
 	}
 }
 

@@ -28,8 +28,7 @@ type session struct {
 	done   chan *loaded // consumed tasks, back to the goroutine
 	limit  int
 
-	progress     *progress // how far the loop got in its task (progress.go)
-	stopProgress func()
+	progress *progress // how far the loop got in its task (progress.go)
 
 	// The goroutine's own, and stop's once it has exited.
 	outstanding int
@@ -49,7 +48,7 @@ func (c *Client) start(ctx context.Context) *session {
 		done:   make(chan *loaded, limit),
 		limit:  limit,
 	}
-	s.progress, s.stopProgress = newProgress(c)
+	s.progress = newProgress(c)
 	go s.run(fctx)
 	go s.progress.run(fctx)
 	return s
@@ -87,19 +86,16 @@ func (s *session) interrupted(ctx context.Context) error {
 // and for reusing its buffers.
 func (s *session) consumed(l *loaded) { s.done <- l }
 
-// stop ends the goroutines, waits for the prefetch one, and reports how far
+// stop ends the goroutines, waits for them, and reports how far
 // the loop got in a task it left in the middle and the consumed tasks not
 // reported yet, with a context that outlives ctx by CallTimeout.
 func (s *session) stop(ctx context.Context) {
 	s.cancel()
-	s.stopProgress()
 	<-s.exited
 	s.absorb()
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.c.cfg.CallTimeout)
 	defer cancel()
-	if s.progress.tick != nil {
-		s.progress.report(fctx) // the task left in the middle, if any
-	}
+	s.progress.final(fctx)
 	if len(s.pending) == 0 {
 		return
 	}

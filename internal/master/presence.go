@@ -73,7 +73,7 @@ func (s *Service) Disconnected(trainer string) {
 		return
 	}
 	delete(s.pres.conns, trainer)
-	if s.q != nil && s.q.Holders()[trainer] > 0 {
+	if s.q != nil && s.q.Holding(trainer) > 0 {
 		s.startGrace(trainer, s.cfg.TrainerGrace)
 	}
 }

@@ -82,10 +82,13 @@ func (q *Queues) unhold(task int) {
 	}
 }
 
-// depth returns how many tasks trainer holds.
-func (q *Queues) depth(trainer string) int {
+// depth returns how many tasks trainer holds, as a deadline allows for.
+func (q *Queues) depth(trainer string) int { return min(q.Holding(trainer), maxDepth) }
+
+// Holding returns how many pending tasks trainer holds.
+func (q *Queues) Holding(trainer string) int {
 	if h := q.holding[trainer]; h != nil {
-		return min(h.tasks, maxDepth)
+		return h.tasks
 	}
 	return 0
 }

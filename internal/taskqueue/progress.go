@@ -37,8 +37,7 @@ func (q *Queues) startedAt(task int) int { return q.progress[task].from }
 // (the last one of a trainer that stops just after a periodic one), no
 // more: a report is TooSoon unless the one before the last recorded is
 // wire.MinProgressInterval old, so a dispatch costs at most two writes in
-// any such interval. A position past the task's records
-// is.
+// any such interval. A position past the task's records is an error.
 func (q *Queues) Progress(task, pass, epoch, done int, now time.Time) (wire.Report, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {

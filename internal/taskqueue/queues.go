@@ -301,7 +301,7 @@ func (q *Queues) set(task int, e Entry) {
 	}
 	prev := q.entries[task]
 	q.entries[task] = toSlot(e)
-	if prev.queue == Pending && e.Queue == Pending && int(prev.pass) == e.Pass && int(prev.epoch) == e.Epoch {
+	if old.Queue == Pending && e.Queue == Pending && old.Epoch == e.Epoch {
 		// The same dispatch, changed (progress, a tighter deadline): it keeps
 		// what the queues know of it in memory only.
 		q.entries[task].depth, q.entries[task].restored = prev.depth, prev.restored
@@ -346,7 +346,7 @@ func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Ch
 	if !tracked(trainer) {
 		e.Trainer = ""
 	}
-	e.Dispatched, e.Deadline = now, now.Add(q.timeoutFor(q.records(task))*time.Duration(1+depth))
+	e.Dispatched, e.Deadline = now, now.Add(q.timeoutAt(task, depth))
 	delete(q.avoid, task)
 	ch = q.change(task, e)
 	q.entries[task].depth = uint8(depth)

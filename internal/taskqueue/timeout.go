@@ -45,12 +45,17 @@ func (q *Queues) timeoutFor(records int64) time.Duration {
 	return min(max(d, q.cfg.TimeoutMin), q.cfg.Timeout)
 }
 
+// timeoutAt returns the timeout of a dispatch of task whose trainer held
+// depth other tasks when it asked: it waits behind them (holders.go).
+func (q *Queues) timeoutAt(task, depth int) time.Duration {
+	return q.timeoutFor(q.records(task)) * time.Duration(1+depth)
+}
+
 // sample records how long a finished dispatch took, from position from of
-// its task, and reports whether
-// it is the sample that makes the average usable: then the dispatches
-// still running with the initial timeout are to get the adaptive one too
-// (tightenPending), so that a task stalled in the first wave does not hold
-// its pass for the whole initial timeout.
+// its task, and reports whether it is the sample that makes the average
+// usable: then the dispatches still running with the initial timeout are
+// to get the adaptive one too (tightenPending), so that a task stalled in
+// the first wave does not hold its pass for the whole initial timeout.
 func (q *Queues) sample(task, from int, took time.Duration) bool {
 	if took < 0 {
 		took = 0
@@ -71,8 +76,7 @@ func (q *Queues) tightenPending() []Record {
 		if e.Queue != Pending || e.Epoch != it.epoch {
 			continue
 		}
-		depth := time.Duration(1 + q.entries[it.task].depth)
-		if d := e.Dispatched.Add(q.timeoutFor(q.records(it.task)) * depth); d.Before(e.Deadline) {
+		if d := e.Dispatched.Add(q.timeoutAt(it.task, int(q.entries[it.task].depth))); d.Before(e.Deadline) {
 			q.entries[it.task].deadline = nanos(d)
 			heap.Push(&q.timers, deadlineItem{at: nanos(d), task: it.task, epoch: it.epoch})
 			e.Deadline = d

@@ -266,12 +266,13 @@ class Client:
                     ahead.put(e)
 
         position = _Position(self)
+        reporting = self.progress_interval > 0 and not finish_when_read
         fetcher = threading.Thread(target=fetch, name="trainmaster-prefetch", daemon=True)
         reporter = threading.Thread(target=report, name="trainmaster-finishes", daemon=True)
         progress = threading.Thread(target=position.run, args=(stop,), name="trainmaster-progress", daemon=True)
         fetcher.start()
         reporter.start()
-        if self.progress_interval > 0 and not finish_when_read:
+        if reporting:
             progress.start()
         try:
             while True:
@@ -288,7 +289,7 @@ class Client:
             stop.set()
             if progress.is_alive():
                 progress.join(self.call_timeout)
-            if self.progress_interval > 0 and not finish_when_read:
+            if reporting:
                 position.report()  # the task left in the middle, if any
             while fetcher.is_alive():
                 try:
