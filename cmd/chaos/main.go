@@ -37,6 +37,7 @@ type options struct {
 	recordDelay time.Duration
 	slow        float64       // trainer 0 spends this many times recordDelay on a record
 	progress    time.Duration // the trainers' -progress-interval
+	stragglers  string        // the masters' -stragglers
 	limit       time.Duration
 	keep        bool
 }
@@ -56,6 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.chunkTask, "chunks-per-task", 4, "chunks per task")
 	fs.DurationVar(&o.recordDelay, "record-delay", time.Millisecond, "time each trainer spends on a record: sets how long the run lasts")
 	fs.Float64Var(&o.slow, "slow", 10, "trainer 0 is this many times slower than the others (1: none)")
+	fs.StringVar(&o.stragglers, "stragglers", "split", "the masters' -stragglers: what an idle trainer gets at the end of a pass (off, split or backup)")
 	fs.DurationVar(&o.progress, "progress-interval", time.Second, "the trainers report progress inside a task this often (negative: never)")
 	fs.DurationVar(&o.limit, "limit", 15*time.Minute, "fail if training has not finished by then")
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (logs, data)")

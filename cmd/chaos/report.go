@@ -30,8 +30,9 @@ type report struct {
 	rejected  int
 	duration  time.Duration
 
-	consumed map[[2]int][]taskLine // {pass, task} -> each complete consumption
-	doneSet  map[[2]int]int        // {pass, task} -> transitions to done seen in etcd
+	consumed map[[2]int][]taskLine // {pass, task} -> each complete consumption (of a task, or of a piece of it)
+	doneSet  map[[2]int]int        // {pass, task or piece} -> transitions to done seen in etcd
+	written  map[[2]int]bool       // {pass, task or piece} -> an entry was written (a piece exists)
 	passes   []int                 // values of the pass key, in order
 
 	// The tasks each fault affected, until they leave their trainer:
@@ -43,6 +44,8 @@ type report struct {
 	faultedBy map[[2]int]string // {pass, task} -> the kind of the last fault that affected it
 
 	lost, wrong, duplicates, dupRecords, doneTwice, doneNever int
+	pieces                                                    int // pieces cut from stragglers (-stragglers), from etcd
+	splits, backups                                           int // stragglers relieved, from the masters' logs
 	passBack                                                  bool
 	records                                                   int64
 	twice                                                     map[string]int64 // records trained twice, by the fault that affected their task
@@ -86,7 +89,7 @@ type taskLine struct {
 }
 
 func newReport() *report {
-	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{},
+	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{}, written: map[[2]int]bool{},
 		watched: map[int]affected{}, backTodo: map[string][]time.Duration{}, stayed: map[string]int{},
 		faultedBy: map[[2]int]string{}, twice: map[string]int64{}}
 }
@@ -157,6 +160,7 @@ func (r *report) event(ev *clientv3.Event) {
 			json.Unmarshal(ev.PrevKv.Value, &prev)
 		}
 		task := taskOf(key)
+		r.written[[2]int{e.Pass, task}] = true
 		if e.Queue == "done" && !(prev.Queue == "done" && prev.Pass == e.Pass) {
 			r.doneSet[[2]int{e.Pass, task}]++
 		}
@@ -232,7 +236,7 @@ func (r *report) verify(pattern string, o options) error {
 		for _, b := range ds.Blocks(task) {
 			refs = append(refs, recordio.ChunkRef{Path: b.Path, Chunk: b.Idx, Offset: b.Offset})
 		}
-		suffixes, err := suffixDigests(recordio.NewScanner(refs))
+		suffixes, err := client.SuffixDigests(recordio.NewScanner(refs), nil)
 		if err != nil {
 			return err
 		}
@@ -247,16 +251,7 @@ func (r *report) verify(pattern string, o options) error {
 					r.twice[r.kindOf(pass, task)] += int64(times - 1)
 				}
 			}
-			lines := r.consumed[[2]int{pass, task}]
-			for i, l := range lines {
-				if l.From < 0 || l.From >= n || l.Records != int64(n-l.From) || l.Digest != suffixes[l.From].String() {
-					r.wrong++
-				}
-				if i > 0 {
-					r.duplicates++
-					r.dupRecords += int(l.Records)
-				}
-			}
+			r.checkConsumed(r.consumed[[2]int{pass, task}], suffixes)
 			switch n := r.doneSet[[2]int{pass, task}]; {
 			case n == 0:
 				r.doneNever++
@@ -265,9 +260,52 @@ func (r *report) verify(pattern string, o options) error {
 			}
 		}
 	}
+	// Pieces (-stragglers) follow the tasks; each one written is done
+	// once in its pass.
+	for k := range r.written {
+		if k[1] < ds.NumTasks() {
+			continue
+		}
+		r.pieces++
+		switch n := r.doneSet[k]; {
+		case n == 0:
+			r.doneNever++
+		case n > 1:
+			r.doneTwice++
+		}
+	}
 	r.records = ds.NumRecords() * int64(o.passes)
 	r.passBack = !slices.IsSorted(r.passes) || len(r.passes) == 0 || r.passes[len(r.passes)-1] != o.passes
 	return nil
+}
+
+// checkConsumed checks a task's consumptions in a pass (the trainers'
+// lines: a range of its records, from From, and their digest) against the
+// digests of its records' suffixes, and counts the records consumed more
+// than once. A task split for a straggler has one line per part.
+func (r *report) checkConsumed(lines []taskLine, suffixes []client.Digest) {
+	n := len(suffixes) - 1
+	covered := make([]int, n)
+	for _, l := range lines {
+		end := l.From + int(l.Records)
+		if l.From < 0 || l.Records < 1 || end > n {
+			r.wrong++
+			continue
+		}
+		if want := suffixes[l.From].Minus(suffixes[end]); l.Digest != want.String() {
+			r.wrong++
+		}
+		again := false
+		for p := l.From; p < end; p++ {
+			if covered[p]++; covered[p] > 1 {
+				r.dupRecords++
+				again = true
+			}
+		}
+		if again {
+			r.duplicates++
+		}
+	}
 }
 
 // kindOf is the kind of the last fault that affected a task in a pass.
@@ -283,26 +321,6 @@ func at(counts []int, pos int) int {
 		return counts[pos]
 	}
 	return 0
-}
-
-// suffixDigests reads a task's records and returns, for each position p,
-// the digest of the records from p on (the last, at the task's length, is
-// empty): what a consumption starting at p must add up to.
-func suffixDigests(s *recordio.Scanner) ([]client.Digest, error) {
-	defer s.Close()
-	var records [][]byte
-	for s.Scan() {
-		records = append(records, append([]byte(nil), s.Record()...))
-	}
-	if err := s.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]client.Digest, len(records)+1)
-	for p := len(records) - 1; p >= 0; p-- {
-		out[p] = out[p+1]
-		out[p].Add(records[p])
-	}
-	return out, nil
 }
 
 // verdict fails the run if a promise was broken.
@@ -353,6 +371,7 @@ func (r *report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%-40s %d\n", "records trained twice (from the traces)", twice)
 	fmt.Fprintf(w, "%-40s %d tasks, %d records\n", "tasks consumed again after a fault", r.duplicates, r.dupRecords)
+	fmt.Fprintf(w, "%-40s %d (splits logged %d, backups %d)\n", "pieces cut from stragglers", r.pieces, r.splits, r.backups)
 	fmt.Fprintf(w, "\n%-40s %-10s %-28s %s\n", "fault", "tasks held", "back in todo: n, min/med/max", "records trained twice")
 	for _, k := range r.kinds() {
 		back := slices.Clone(r.backTodo[k])

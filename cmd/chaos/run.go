@@ -181,7 +181,7 @@ func (c *cluster) startMaster(name string) error {
 	}
 	args := []string{"-endpoints", "http://" + px.addr(), "-addr", "127.0.0.1:0", "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
-		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug"}
+		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug", "-stragglers", c.o.stragglers}
 	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
 		if m := servingRE.FindStringSubmatch(line); m != nil {
 			c.mu.Lock()
@@ -189,8 +189,13 @@ func (c *cluster) startMaster(name string) error {
 			c.mu.Unlock()
 			c.events <- servingEvent{name, time.Now()}
 		}
-		if strings.Contains(line, "fenced write rejected") {
+		switch {
+		case strings.Contains(line, "fenced write rejected"):
 			c.rep.count(&c.rep.rejected)
+		case strings.Contains(line, "straggler split"):
+			c.rep.count(&c.rep.splits)
+		case strings.Contains(line, "straggler backed up"):
+			c.rep.count(&c.rep.backups)
 		}
 	})
 	c.mu.Lock()

@@ -38,6 +38,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	duration := fs.Duration("duration", 5*time.Second, "measured window per row, for the master and for the bare transactions")
 	failover := fs.Bool("failover", true, "also time a standby master taking over each dataset")
 	codec := fs.String("codec", "gob", "the synthetic trainers' encoding: gob or json (JSON-RPC)")
+	progress := fs.Bool("progress", false, "every trainer reports progress once in every task before asking for the next: a fenced write per task, what -progress-interval costs at most")
 	door := fs.String("door", masterbench.DoorOff, "the masters' HTTP side door: off; on (-http-addr on loopback, every trainer sends a name, /metrics and /status.json read once a second); "+
 		"or both: each row in four windows, off, on, on, off or the reverse, and the ratios of the two")
 	profile := fs.String("cpuprofile", "", "`directory` where the leader writes a CPU profile of each measured window (go tool pprof)")
@@ -46,7 +47,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover, Codec: *codec,
+	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover, Codec: *codec, Progress: *progress,
 		Door: *door}
 	var err error
 	if *profile != "" {

@@ -25,7 +25,8 @@ type inspection struct {
 	Masters []discovery.Master `json:"masters"`
 	Dataset *datasetSummary    `json:"dataset,omitempty"` // nil: no dataset reported yet
 	Pass    int                `json:"pass"`
-	Counts  map[string]int     `json:"counts"`
+	Counts  map[string]int     `json:"counts"`           // tasks and pieces
+	Pieces  int                `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
 	Pending []taskSummary      `json:"pending"`
 	Failed  []taskSummary      `json:"failed"`
 	// FailedLastPass lists the tasks discarded in the pass before, which
@@ -51,6 +52,23 @@ type taskSummary struct {
 	Deadline *time.Time `json:"deadline,omitempty"`
 	Trainer  string     `json:"trainer,omitempty"` // pending: who holds it
 	Error    string     `json:"error,omitempty"`
+	// Piece, Of, From and To: a piece of task Of, positions From to To-1
+	// of its record order; To alone: a task cut short at To.
+	Piece bool `json:"piece,omitempty"`
+	Of    int  `json:"of,omitempty"`
+	From  int  `json:"from,omitempty"`
+	To    int  `json:"to,omitempty"`
+}
+
+// name says which task, or which piece of which task, t is.
+func (t taskSummary) name() string {
+	switch {
+	case t.Piece:
+		return fmt.Sprintf("piece %d (task %d, records %d to %d)", t.Task, t.Of, t.From, t.To-1)
+	case t.To > 0:
+		return fmt.Sprintf("task %d (cut short at record %d)", t.Task, t.To)
+	}
+	return fmt.Sprintf("task %d", t.Task)
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -120,14 +138,20 @@ func (in *inspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Rec
 			return err
 		}
 		if r.Pass == pass-1 && r.Queue == taskqueue.Failed {
-			in.FailedLastPass = append(in.FailedLastPass, taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error})
+			in.FailedLastPass = append(in.FailedLastPass, taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error,
+				Piece: r.Index >= tasks, Of: r.Of, From: r.From, To: r.To})
 		}
 		if r.Pass != pass {
 			continue
 		}
-		in.Counts["todo"]--
+		t := taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error, To: r.To}
+		if r.Index >= tasks {
+			t.Piece, t.Of, t.From = true, r.Of, r.From
+			in.Pieces++
+		} else {
+			in.Counts["todo"]-- // it was counted untouched
+		}
 		in.Counts[r.Queue.String()]++
-		t := taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error}
 		switch r.Queue {
 		case taskqueue.Pending:
 			d := r.Deadline
@@ -180,19 +204,23 @@ func (in inspection) print(w io.Writer) {
 	fmt.Fprintf(w, "dataset:    %q: %d files, %d chunks, %d records, %d tasks of %d chunks%s\n",
 		d.Patterns, d.Files, d.Chunks, d.Records, d.Tasks, d.ChunksPerTask, order)
 	fmt.Fprintf(w, "pass:       %d\n", in.Pass)
-	fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d\n",
-		in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"])
+	pieces := ""
+	if in.Pieces > 0 {
+		pieces = fmt.Sprintf(" (%d tasks and %d pieces cut from stragglers)", d.Tasks, in.Pieces)
+	}
+	fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d%s\n",
+		in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"], pieces)
 	for _, t := range in.Pending {
 		held := ""
 		if t.Trainer != "" {
 			held = " held by " + t.Trainer
 		}
-		fmt.Fprintf(w, "pending:    task %d epoch %d%s deadline %s (timeouts %d)\n", t.Task, t.Epoch, held, t.Deadline.Local().Format(time.RFC3339), t.Timeouts)
+		fmt.Fprintf(w, "pending:    %s epoch %d%s deadline %s (timeouts %d)\n", t.name(), t.Epoch, held, t.Deadline.Local().Format(time.RFC3339), t.Timeouts)
 	}
 	for _, t := range in.Failed {
-		fmt.Fprintf(w, "failed:     task %d after %d timeouts or failures: %s\n", t.Task, t.Timeouts, t.Error)
+		fmt.Fprintf(w, "failed:     %s after %d timeouts or failures: %s\n", t.name(), t.Timeouts, t.Error)
 	}
 	for _, t := range in.FailedLastPass {
-		fmt.Fprintf(w, "failed in pass %d: task %d after %d timeouts or failures: %s\n", in.Pass-1, t.Task, t.Timeouts, t.Error)
+		fmt.Fprintf(w, "failed in pass %d: %s after %d timeouts or failures: %s\n", in.Pass-1, t.name(), t.Timeouts, t.Error)
 	}
 }

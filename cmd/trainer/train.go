@@ -63,6 +63,7 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 			if err := p.add(rec.Pass, rec.Task, from, task); err != nil {
 				return err
 			}
+			current = [3]int{-1, -1, -1} // the rest of a task cut short may come next, from its cut
 		}
 	}
 	return nil

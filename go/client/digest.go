@@ -42,6 +42,40 @@ func (d *Digest) Combine(o Digest) {
 	d.Sum += o.Sum
 }
 
+// Minus removes every record of o, which d holds: the digest of the
+// records [a, b) of a sequence is its suffix from a minus its suffix from b
+// (SuffixDigests).
+func (d Digest) Minus(o Digest) Digest {
+	return Digest{Records: d.Records - o.Records, Bytes: d.Bytes - o.Bytes, Sum: d.Sum - o.Sum}
+}
+
+// SuffixDigests reads every record s yields and returns the digest of each
+// suffix: d[p] holds records p to the end, d[len(d)-1] none. It closes s.
+// It is how a check verifies a consumption of part of a task (resumed from
+// its progress, or a piece of it: positions in the task's record order):
+// records [a, b) digest to d[a].Minus(d[b]).
+func SuffixDigests(s *recordio.Scanner, err error) ([]Digest, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	var each []Digest
+	for s.Scan() {
+		var d Digest
+		d.Add(s.Record())
+		each = append(each, d)
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Digest, len(each)+1)
+	for p := len(each) - 1; p >= 0; p-- {
+		out[p] = out[p+1]
+		out[p].Combine(each[p])
+	}
+	return out, nil
+}
+
 // String returns Sum as 16 hexadecimal digits.
 func (d Digest) String() string { return fmt.Sprintf("%016x", d.Sum) }
 

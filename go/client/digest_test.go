@@ -102,3 +102,24 @@ func TestTrainersShareTheDataset(t *testing.T) {
 	}
 	t.Logf("records per trainer: %v", counts)
 }
+
+// TestSuffixDigests: the suffixes of a file's records digest each range
+// [a, b) as suffix a minus suffix b.
+func TestSuffixDigests(t *testing.T) {
+	path := t.TempDir() + "/r.recordio"
+	records := []string{"a", "bb", "ccc", "dddd", "eeeee"}
+	if err := recordio.WriteFile(path, len(records), func(i int) []byte { return []byte(records[i]) }, recordio.WithMaxChunkBytes(4)); err != nil {
+		t.Fatal(err)
+	}
+	suffixes, err := client.SuffixDigests(recordio.ScanFiles(path))
+	if err != nil || len(suffixes) != len(records)+1 {
+		t.Fatalf("%d suffixes, %v", len(suffixes), err)
+	}
+	for a := range records {
+		for b := a; b <= len(records); b++ {
+			if got, want := suffixes[a].Minus(suffixes[b]), digestOf(records[a:b]...); got != want {
+				t.Errorf("records [%d, %d): %+v, want %+v", a, b, got, want)
+			}
+		}
+	}
+}

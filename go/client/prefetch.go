@@ -69,11 +69,12 @@ func (s *session) step(ctx context.Context) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	fetched := time.Now()
 	buf, err := s.read(ctx, t)
 	if err != nil {
 		return nil, s.fail(ctx, t, err)
 	}
-	return &loaded{task: t, buf: buf}, nil
+	return &loaded{task: t, buf: buf, fetched: fetched}, nil
 }
 
 // nextTask asks for a task, carrying the oldest unreported finish, and waits

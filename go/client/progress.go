@@ -18,13 +18,16 @@ import (
 // superseded, already done or stale pass says the task is no longer this
 // trainer's (it timed out and went to another, or another finished it):
 // the loop then drops it at its next record and does not report it
-// finished.
+// finished. An answer that moves the task's end (the master cut its rest
+// off for an idle trainer: wire.ProgressReply.To) makes the loop stop
+// there.
 type progress struct {
 	c      *Client
 	exited chan struct{} // closed when run has returned
 
 	done    atomic.Int64 // the position reached in the task being consumed: the loop stores it after every record
 	dropped atomic.Bool  // the master said the task is no longer this trainer's
+	to      atomic.Int64 // where the loop is to stop in the task being consumed; 0: its end
 
 	mu   sync.Mutex
 	task wire.Task // the task being consumed; Epoch 0: none
@@ -36,6 +39,36 @@ func newProgress(c *Client) *progress { return &progress{c: c, exited: make(chan
 // on reports whether the client reports progress.
 func (p *progress) on() bool { return p.c.cfg.ProgressInterval > 0 }
 
+// checkAfter is how long a task waits in the prefetch queue before the
+// loop checks with the master that it is still this trainer's: the master
+// may have handed a task that waited behind a straggling one to an idle
+// trainer (its -stragglers). The check is a progress report that moves
+// nothing: no write on the master, one round trip per such task.
+const checkAfter = time.Second
+
+// check asks the master, before the loop starts l, whether l is still
+// this trainer's and where it ends, if progress is on and l waited long
+// enough to have been handed to another trainer; it reports whether to
+// train it. A check that fails is no answer: the task is trained.
+func (p *progress) check(ctx context.Context, l *loaded) bool {
+	if !p.on() || time.Since(l.fetched) < checkAfter {
+		return true
+	}
+	t := l.task
+	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Done: t.From})
+	log := p.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass)
+	switch {
+	case err != nil:
+		log.WithError(err).Debug("client: could not check a task that waited; training it")
+	case reply.Report == wire.Superseded || reply.Report == wire.AlreadyDone || reply.Report == wire.StalePass:
+		log.WithField("report", reply.Report).Info("client: a task that waited went to another trainer; dropping it")
+		return false
+	case reply.To > 0:
+		l.task.To = reply.To
+	}
+	return true
+}
+
 // begin says the loop starts consuming t at position t.From.
 func (p *progress) begin(t wire.Task) {
 	p.mu.Lock()
@@ -43,6 +76,7 @@ func (p *progress) begin(t wire.Task) {
 	p.task, p.sent = t, int64(t.From)
 	p.done.Store(int64(t.From))
 	p.dropped.Store(false)
+	p.to.Store(int64(t.To))
 }
 
 // reached says the records before position done are trained.
@@ -94,20 +128,27 @@ func (p *progress) report(ctx context.Context) {
 	if !moved {
 		return
 	}
-	r, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Done: int(done)})
+	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Done: int(done)})
+	r := reply.Report
 	log := p.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass).WithField("done", done)
 	if err != nil {
 		log.WithError(err).Debug("client: progress report not recorded")
 		return
 	}
 	log.WithField("report", r).Debug("client: progress reported")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.task.Index != t.Index || p.task.Epoch != t.Epoch || p.task.Pass != t.Pass {
+		return // the loop has moved on
+	}
 	switch r {
 	case wire.Superseded, wire.AlreadyDone, wire.StalePass:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.task.Index == t.Index && p.task.Epoch == t.Epoch && p.task.Pass == t.Pass {
-			p.dropped.Store(true)
-			log.WithField("report", r).Info("client: the task is no longer this trainer's; dropping the rest of it")
+		p.dropped.Store(true)
+		log.WithField("report", r).Info("client: the task is no longer this trainer's; dropping the rest of it")
+	case wire.Recorded, wire.TooSoon:
+		if reply.To > 0 && int64(reply.To) != p.to.Load() {
+			p.to.Store(int64(reply.To))
+			log.WithField("to", reply.To).Info("client: the master cut the task short for an idle trainer; stopping there")
 		}
 	}
 }

@@ -13,14 +13,20 @@ type Record struct {
 	// returns: the client reads later tasks into the same memory. Copy it
 	// to keep it.
 	Data []byte
-	Task int // index of the task the record belongs to
+	// Task is the index of the task the record belongs to: for a piece of
+	// a task (wire.Task.Piece), the task it was cut from.
+	Task int
 	Pass int // pass of the task's dispatch, from 0
 	// Position is the record's place in its task's record order, from 0
 	// (wire.Progress): a task handed out again after a fault starts past
 	// the records an earlier dispatch reported trained.
 	Position int
 	// Last is set on the last record of its task: once the loop body returns
-	// after it, the task is consumed and will be reported finished.
+	// after it, the task is consumed and will be reported finished. A task
+	// the master cuts short while it is consumed (wire.ProgressReply.To)
+	// ends with one if the loop learned the cut before it yielded the
+	// record before it, as it does unless the loop is late (the master
+	// cuts far enough ahead of the position last reported); else without.
 	Last bool
 }
 
@@ -59,15 +65,27 @@ func (c *Client) Records(ctx context.Context) iter.Seq2[Record, error] {
 // (the body broke out, ctx ended or the client was closed) before the last
 // one was consumed.
 //
+// A task that waited is first checked with the master (progress.check).
 // It starts at the task's From: an earlier dispatch trained the records
-// before it (wire.Progress), tells the progress reporter how far it got,
-// and stops early when the reporter learns the task is no longer this
-// trainer's.
+// before it (wire.Progress), stops at its To, tells the progress reporter
+// how far it got, and stops early when the reporter learns the task is no
+// longer this trainer's or its new end.
 func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, error) bool) bool {
+	if !s.progress.check(ctx, l) {
+		l.dropped = true
+		return true
+	}
 	records := trainingOrder(l.task, l.buf.records)
+	if to := l.task.To; to > 0 && to < len(records) {
+		records = records[:to]
+	}
 	last := len(records) - 1
 	s.progress.begin(l.task)
 	for i := min(max(l.task.From, 0), len(records)); i < len(records); i++ {
+		to := s.progress.to.Load()
+		if to > 0 && int64(i) >= to {
+			break // cut short: the rest is another trainer's piece
+		}
 		if err := s.interrupted(ctx); err != nil {
 			yield(Record{}, err)
 			return false
@@ -76,7 +94,7 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 			l.dropped = true // another trainer has it, or it is done: not ours to finish
 			break
 		}
-		more := yield(Record{Data: records[i], Task: l.task.Index, Pass: l.task.Pass, Position: i, Last: i == last}, nil)
+		more := yield(Record{Data: records[i], Task: l.task.Root(), Pass: l.task.Pass, Position: i, Last: i == last || int64(i+1) == to}, nil)
 		s.progress.reached(i + 1) // the body had the record, even if it broke out after it
 		if !more {
 			return false

@@ -38,13 +38,14 @@ func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report,
 }
 
 // TaskProgress reports how far the current dispatch of a task got
-// (wire.Progress), with Config.Name as Trainer. Records calls it by
-// itself every Config.ProgressInterval.
-func (c *Client) TaskProgress(ctx context.Context, p wire.Progress) (wire.Report, error) {
+// (wire.Progress), with Config.Name as Trainer, and returns the master's
+// answer: what it did, and where the dispatch is to stop. Records calls it
+// by itself every Config.ProgressInterval, and stops where it is told.
+func (c *Client) TaskProgress(ctx context.Context, p wire.Progress) (wire.ProgressReply, error) {
 	p.Trainer = c.cfg.Name
-	var r int
+	var r wire.ProgressReply
 	err := c.call(ctx, "TaskProgress", p, &r)
-	return wire.Report(r), err
+	return r, err
 }
 
 // TaskFailed reports that task cannot be processed, with reason's text cut

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -17,6 +18,7 @@ type loaded struct {
 	// dropped: the loop stopped it early because the master said it is no
 	// longer this trainer's (progress.go); it is not reported finished.
 	dropped bool
+	fetched time.Time // when the master handed it out
 }
 
 // session is the state of one Records loop.

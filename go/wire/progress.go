@@ -30,6 +30,18 @@ type Progress struct {
 	Done int
 }
 
+// ProgressReply is Master.TaskProgress's answer.
+type ProgressReply struct {
+	Report Report // what the master did with the report
+	// To is where the dispatch is to stop: the position in the task's
+	// record order past the last record it is to train. 0: the task's end
+	// (Task.To), unchanged. The master cuts a straggling task short when
+	// it hands its rest to an idle trainer as a piece (Task.Piece): the
+	// trainer learns it here, at its first report after the cut, and
+	// stops there; the records it trained past it are trained twice.
+	To int `json:",omitempty"`
+}
+
 // DefaultProgressInterval is how often the clients report progress inside
 // a task, by default: a few fenced writes a second with hundreds of
 // trainers.

@@ -17,7 +17,7 @@
 //	Master.TaskFailed(task Task, reply *int) error
 //	Master.Status(unused int, reply *Status) error
 //	Master.Authenticate(token string, reply *int) error
-//	Master.TaskProgress(p Progress, reply *int) error
+//	Master.TaskProgress(p Progress, reply *ProgressReply) error
 //
 // Authenticate presents the master's shared token (its -token-file). A
 // master started with a token refuses every other call on a connection until
@@ -81,6 +81,28 @@ type Task struct {
 	// record order (progress.go) to start at: an earlier dispatch trained
 	// the records before it and reported so with TaskProgress. 0: all.
 	From int `json:",omitempty"`
+	// To is, in a task the master hands out, where to stop: the position
+	// in the task's record order past its last record to train. 0: the
+	// task's end. It is set on a piece, and on a task handed out again
+	// after the master cut its rest off as a piece; a dispatch running
+	// when its task is cut learns it from wire.ProgressReply.
+	To int `json:",omitempty"`
+	// Piece says that the task is a piece of task Of: the master cut the
+	// records From to To-1 of Of's record order off a dispatch of Of that
+	// ran far past its expected time, and hands them to another trainer
+	// (the master's -stragglers). Blocks and Seed are Of's; Index is the
+	// piece's own, for the reports about it, valid in its pass only.
+	Piece bool `json:",omitempty"`
+	Of    int  `json:",omitempty"`
+}
+
+// Root returns the task whose records t covers: Of for a piece, else
+// Index.
+func (t Task) Root() int {
+	if t.Piece {
+		return t.Of
+	}
+	return t.Index
 }
 
 // Unnamed is the name the master shows for a trainer that sends none.

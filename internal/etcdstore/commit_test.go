@@ -202,7 +202,7 @@ func TestCommitEndingAPass(t *testing.T) {
 
 	// An entry of a pass other than the stored one means "untouched".
 	setUp()
-	if _, err := cli.Put(ctx, store.keys.task(tasks-1), string(encodeEntry(taskqueue.Entry{Pass: 1, Queue: taskqueue.Done, Epoch: 1}, maxEntryErrorBytes))); err != nil {
+	if _, err := cli.Put(ctx, store.keys.task(tasks-1), string(encodeEntry(0, taskqueue.Entry{Pass: 1, Queue: taskqueue.Done, Epoch: 1}, maxEntryErrorBytes))); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := store.Load(ctx)

@@ -13,8 +13,9 @@ import (
 // cuts it).
 func FuzzDecodeEntry(f *testing.F) {
 	now := time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
-	f.Add(encodeEntry(taskqueue.Entry{Pass: 1, Queue: taskqueue.Pending, Epoch: 2, Seq: 7, Dispatched: now, Deadline: now.Add(time.Minute)}, maxEntryErrorBytes))
-	f.Add(encodeEntry(taskqueue.Entry{Queue: taskqueue.Failed, Timeouts: 4, Error: "dispatch 4 failed: bad block"}, maxEntryErrorBytes))
+	f.Add(encodeEntry(0, taskqueue.Entry{Pass: 1, Queue: taskqueue.Pending, Epoch: 2, Seq: 7, Dispatched: now, Deadline: now.Add(time.Minute)}, maxEntryErrorBytes))
+	f.Add(encodeEntry(0, taskqueue.Entry{Queue: taskqueue.Failed, Timeouts: 4, Error: "dispatch 4 failed: bad block"}, maxEntryErrorBytes))
+	f.Add(encodeEntry(0, taskqueue.Entry{Pass: 2, Queue: taskqueue.Pending, Epoch: 1, Seq: 9, Progress: 40, Of: 3, From: 30, To: 70, For: taskqueue.Finished{Task: 1, Epoch: 2, Pass: 2}, Dispatched: now, Deadline: now.Add(time.Minute)}, maxEntryErrorBytes))
 	f.Add([]byte(`{"queue":"lost"}`))
 	f.Add([]byte(`{"pass":-1,"queue":"done","epoch":1e300}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -22,7 +23,7 @@ func FuzzDecodeEntry(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := decodeEntry(encodeEntry(e, maxEntryErrorBytes))
+		again, err := decodeEntry(encodeEntry(0, e, maxEntryErrorBytes))
 		e.Error = cutError(e.Error, maxEntryErrorBytes)
 		if err != nil || again != e {
 			t.Fatalf("%q decodes to %+v, which round-trips to %+v (%v)", b, e, again, err)

@@ -61,16 +61,37 @@ type entry struct {
 	Error      string     `json:"error,omitempty"`
 	Trainer    string     `json:"trainer,omitempty"` // pending: who holds it
 	Progress   int        `json:"progress,omitempty"`
+	// A piece's task and first position, and where a piece or a task cut
+	// short ends (taskqueue's stragglers.go); absent for a whole task.
+	Of   int `json:"of,omitempty"`
+	From int `json:"from,omitempty"`
+	To   int `json:"to,omitempty"`
+	// For: pending, the finish its GetTask carried, so that a retry of
+	// that call gets this dispatch again (taskqueue's resend.go).
+	For *finished `json:"for,omitempty"`
+}
+
+type finished struct {
+	Task  int `json:"task"`
+	Epoch int `json:"epoch"`
+	Pass  int `json:"pass"`
 }
 
 var queueNames = map[string]taskqueue.Queue{
 	"todo": taskqueue.Todo, "pending": taskqueue.Pending, "done": taskqueue.Done, "failed": taskqueue.Failed,
 }
 
-// encodeEntry encodes a task's entry, its failure reason cut to maxError
-// bytes.
-func encodeEntry(e taskqueue.Entry, maxError int) []byte {
-	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer, Progress: e.Progress}
+// encodeEntry encodes the entry of task (or piece) index, its failure
+// reason cut to maxError bytes.
+func encodeEntry(index int, e taskqueue.Entry, maxError int) []byte {
+	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer, Progress: e.Progress,
+		From: e.From, To: e.To}
+	if e.Of != index {
+		v.Of = e.Of
+	}
+	if e.For != (taskqueue.Finished{}) {
+		v.For = &finished{Task: e.For.Task, Epoch: e.For.Epoch, Pass: e.For.Pass}
+	}
 	if !e.Dispatched.IsZero() {
 		v.Dispatched, v.Deadline = timePtr(e.Dispatched), timePtr(e.Deadline)
 	}
@@ -105,7 +126,11 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 	if !ok {
 		return taskqueue.Entry{}, errors.Errorf("unknown queue %q", v.Queue)
 	}
-	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer, Progress: v.Progress}
+	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer, Progress: v.Progress,
+		Of: v.Of, From: v.From, To: v.To}
+	if v.For != nil {
+		e.For = taskqueue.Finished{Task: v.For.Task, Epoch: v.For.Epoch, Pass: v.For.Pass}
+	}
 	if v.Dispatched != nil && v.Deadline != nil {
 		e.Dispatched, e.Deadline = *timePtr(*v.Dispatched), *timePtr(*v.Deadline)
 	}

@@ -233,11 +233,12 @@ func (s *Store) loadChunks(ctx context.Context, m meta, rev int64) ([]dataset.Ch
 // reads.
 func (s *Store) entries(ctx context.Context, tasks int, rev int64) iter.Seq2[taskqueue.Record, error] {
 	return func(yield func(taskqueue.Record, error) bool) {
+		entries := tasks + taskqueue.MaxPieces(tasks) // the tasks', then the pieces'
 		bounds := []string{s.keys.tasks()}
-		for i := 0; i < tasks; i += entriesPerRead {
+		for i := 0; i < entries; i += entriesPerRead {
 			bounds = append(bounds, s.keys.task(i))
 		}
-		bounds = append(bounds, s.keys.task(tasks), clientv3.GetPrefixRangeEnd(s.keys.tasks()))
+		bounds = append(bounds, s.keys.task(entries), clientv3.GetPrefixRangeEnd(s.keys.tasks()))
 		parts := len(bounds) - 1
 
 		ctx, cancel := context.WithCancel(ctx)
@@ -289,8 +290,8 @@ func (s *Store) readEntries(ctx context.Context, from, end string, tasks int, re
 	err := s.scanRange(ctx, from, end, rev, entriesPerGet, func(kv *mvccpb.KeyValue) error {
 		key := string(kv.Key)
 		i, err := taskIndex(key, s.keys.tasks())
-		if err != nil || i < 0 || i >= tasks || key != s.keys.task(i) {
-			return badStatef(key, "not a task of the %d", tasks)
+		if err != nil || i < 0 || i >= tasks+taskqueue.MaxPieces(tasks) || key != s.keys.task(i) {
+			return badStatef(key, "not a task of the %d, nor one of the %d pieces a pass may have", tasks, taskqueue.MaxPieces(tasks))
 		}
 		e, err := decodeEntry(kv.Value)
 		if err != nil {

@@ -55,7 +55,7 @@ func BenchmarkRecoverMillion(b *testing.B) {
 			b.Fatal(err)
 		}
 		if i%10 != 0 { // one in ten still pending
-			_, ch, _ = q.Finish(ch.Records[0].Index, 0, epoch, time.Now())
+			_, ch, _ = q.Finish(ch.Records[0].Index, 0, epoch, "", time.Now())
 		}
 		all.Records = append(all.Records, ch.Records...)
 	}

@@ -92,7 +92,7 @@ func TestSaveAfterAFailedSave(t *testing.T) {
 			for i := 0; i*chunksPerPage < big.NumChunks(); i++ {
 				put(t, cli, store.keys.chunk(i), string(encodeChunks(big.Chunks()[i*chunksPerPage:min((i+1)*chunksPerPage, big.NumChunks())])))
 			}
-			put(t, cli, store.keys.task(big.NumTasks()-1), string(encodeEntry(taskqueue.Entry{Queue: taskqueue.Done, Epoch: 1}, maxEntryErrorBytes)))
+			put(t, cli, store.keys.task(big.NumTasks()-1), string(encodeEntry(0, taskqueue.Entry{Queue: taskqueue.Done, Epoch: 1}, maxEntryErrorBytes)))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

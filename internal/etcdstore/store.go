@@ -176,7 +176,7 @@ func (s *Store) Commit(ctx context.Context, ch taskqueue.Change) error {
 	maxError := min(maxEntryErrorBytes, s.maxTxnBytes/4)
 	ops := make([]clientv3.Op, 0, len(ch.Records)+1)
 	for _, r := range ch.Records {
-		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Entry, maxError))))
+		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Index, r.Entry, maxError))))
 	}
 	if ch.PassChanged {
 		pass, _ := json.Marshal(passValue{Pass: ch.Pass})

@@ -80,14 +80,14 @@ func TestRoundTripThroughTheService(t *testing.T) {
 	for range ds.NumTasks() {
 		task, epoch, ch, _ := q.Dispatch(now, "")
 		commit(ch)
-		_, ch, _ = q.Finish(task, 0, epoch, now)
+		_, ch, _ = q.Finish(task, 0, epoch, "", now)
 		commit(ch)
 	}
 	for range 3 {
 		_, _, ch, _ := q.Dispatch(now, "")
 		commit(ch)
 	}
-	_, ch, _ := q.Finish(0, 1, 1, now)
+	_, ch, _ := q.Finish(0, 1, 1, "", now)
 	commit(ch)
 	for range 2 {
 		_, ch, _ = q.Fail(2, 1, q.Entry(2).Epoch, "unreadable block")

@@ -26,6 +26,10 @@ type Observer interface {
 	// a timeout (trainer is then empty: the holder is whoever it was
 	// dispatched to).
 	Retried(trainer string, t TaskEvent, cause RetryCause)
+	// Relieved: the trainer was given part of a straggler (a piece cut
+	// off it: StragglersSplit) or a backup dispatch of it
+	// (StragglersBackup).
+	Relieved(trainer string, kind taskqueue.Stragglers)
 	// GetTaskServed: a GetTask call was answered after took, err being its
 	// answer (nil, wire.ErrNoTask, wire.ErrAllDone, ...).
 	GetTaskServed(took time.Duration, err error)
@@ -75,6 +79,7 @@ func (noObserver) Dispatched(string, TaskEvent)          {}
 func (noObserver) Finished(string, TaskEvent)            {}
 func (noObserver) Retried(string, TaskEvent, RetryCause) {}
 func (noObserver) GetTaskServed(time.Duration, error)    {}
+func (noObserver) Relieved(string, taskqueue.Stragglers) {}
 func (noObserver) Committed(time.Duration, int, error)   {}
 
 // JobState is what the status page and the metrics read of the service:
@@ -92,6 +97,9 @@ type JobState struct {
 	Todo, Pending int
 	Done, Failed  int
 	RecordsDone   int64 // records of the tasks done in this pass
+	// Pieces is the number of pieces cut from stragglers in this pass,
+	// counted in Todo, Pending, Done and Failed beside the tasks.
+	Pieces int
 	// Discarded are the first MaxShownDiscarded tasks of the Failed queue
 	// (discarded for this pass), in task order, with their last reason.
 	Discarded []taskqueue.Record
@@ -114,6 +122,6 @@ func (s *Service) Job() (JobState, bool) {
 		Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(),
 		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
-		RecordsDone: s.q.DoneRecords(), Discarded: s.q.FirstTasks(taskqueue.Failed, MaxShownDiscarded),
+		RecordsDone: s.q.DoneRecords(), Pieces: s.q.Pieces(), Discarded: s.q.FirstTasks(taskqueue.Failed, MaxShownDiscarded),
 	}, true
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // recordingObserver writes down what it is told, one line per call.
@@ -37,6 +38,9 @@ func (r *recordingObserver) Finished(name string, ev TaskEvent) {
 }
 func (r *recordingObserver) Retried(name string, ev TaskEvent, cause RetryCause) {
 	r.add("%s %d by %q timeouts %d discarded %v reason %q", cause, ev.Index, name, ev.Timeouts, ev.Discarded, ev.Reason)
+}
+func (r *recordingObserver) Relieved(name string, kind taskqueue.Stragglers) {
+	r.add("relieved %s by %s", kind, name)
 }
 func (r *recordingObserver) GetTaskServed(time.Duration, error) {
 	r.mu.Lock()

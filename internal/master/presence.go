@@ -147,7 +147,7 @@ func (s *Service) loseChange(trainer string) (op, bool) {
 		"away": now.Sub(g.since).Round(time.Millisecond), "grace": g.grace}
 	events := make([]TaskEvent, 0, len(ch.Records))
 	for _, r := range ch.Records {
-		ev := s.event(r.Index, r.Epoch, now)
+		ev := s.event(r, now)
 		ev.Timeouts, ev.Reason = r.Timeouts, r.Error
 		events = append(events, ev)
 	}

@@ -78,14 +78,14 @@ func (r *rpcService) TaskFailed(task TaskReport, reply *int) error {
 	return err
 }
 
-func (r *rpcService) TaskProgress(p wire.Progress, reply *int) error {
+func (r *rpcService) TaskProgress(p wire.Progress, reply *wire.ProgressReply) error {
 	if err := r.admit("TaskProgress"); err != nil {
 		return err
 	}
 	p.Trainer = wire.TrainerName(p.Trainer)
 	r.conn.carries(p.Trainer)
 	rep, err := r.s.TaskProgress(context.Background(), p)
-	*reply = int(rep)
+	*reply = rep
 	return err
 }
 

@@ -54,6 +54,7 @@ func TestJSONSession(t *testing.T) {
 		`{"method":"Master.TaskFinished","params":[{"Index":0,"Epoch":1,"Pass":0,"Blocks":[{},{},{}],"Trainer":"gpu7-4242"}],"id":4}`,
 		`{"method":"Master.TaskFailed","params":[{"Index":1,"Epoch":1,"Pass":0,"Error":"cannot read"}],"id":5}`,
 		`{"method":"Master.Status","params":[0],"id":6}`,
+		`{"method":"Master.TaskProgress","params":[{"Index":0,"Epoch":1,"Pass":0,"Done":2}],"id":7}`,
 	)
 	for i, want := range []string{
 		`{"error":"dataset not reported","id":1,"result":null}`,
@@ -69,6 +70,9 @@ func TestJSONSession(t *testing.T) {
 	}
 	if st := replies[5]["result"].(map[string]any); st["Done"] != 1.0 || st["Todo"] != 1.0 || st["Tasks"] != 2.0 {
 		t.Errorf("status %v", replies[5])
+	}
+	if got, _ := json.Marshal(replies[6]); string(got) != `{"error":null,"id":7,"result":{"Report":2}}` {
+		t.Errorf("progress of a task done: %s", got)
 	}
 }
 

@@ -340,9 +340,9 @@ func (s *Service) called(t *wire.Task) time.Time {
 	return now
 }
 
-// event describes task i for the Observer. Called with s.mu held.
-func (s *Service) event(i, epoch int, at time.Time) TaskEvent {
-	return TaskEvent{Index: i, Pass: s.q.Pass(), Epoch: epoch, Records: s.ds.TaskRecords(i), At: at}
+// event describes the task of r for the Observer. Called with s.mu held.
+func (s *Service) event(r taskqueue.Record, at time.Time) TaskEvent {
+	return TaskEvent{Index: r.Index, Pass: r.Pass, Epoch: r.Epoch, Records: s.q.Length(r.Entry), At: at}
 }
 
 // getTask makes GetTask's changes in memory and queues them for commit.
@@ -354,25 +354,37 @@ func (s *Service) getTask(ctx context.Context, finished wire.Task) (op, wire.Tas
 	}
 	var ch taskqueue.Change
 	var logs []func()
+	var f taskqueue.Finished
 	if finished.Epoch != 0 {
-		_, fch, log, err := s.finish(finished)
+		rep, fch, log, err := s.finish(finished)
 		if err != nil {
 			return op{}, wire.Task{}, err
 		}
 		ch, logs = fch, append(logs, log)
+		f = taskqueue.Finished{Task: finished.Index, Epoch: finished.Epoch, Pass: finished.Pass}
+		if rep == wire.AlreadyDone || rep == wire.StalePass {
+			if task, epoch, ok := s.q.Resend(finished.Trainer, f); ok {
+				reply := s.taskReply(task, epoch)
+				fields := logrus.Fields{"task": task, "epoch": epoch, "pass": reply.Pass, "trainer": finished.Trainer, "finished": finished.Index}
+				return s.queue(ch, append(logs, func() {
+					s.cfg.Log.WithFields(fields).Info("GetTask retried after its answer was lost: the same task handed again")
+				})...), reply, nil
+			}
+		}
 	}
-	task, dch, log, err := s.dispatch(finished.Trainer)
+	task, dch, log, err := s.dispatch(finished.Trainer, f)
 	if err == nil {
 		ch, logs = ch.Merge(dch), append(logs, log)
 	}
 	return s.queue(ch, logs...), task, err
 }
 
-// dispatch hands out a task to trainer in memory; it returns the reply, the
-// change and what to log once the change is durable.
-func (s *Service) dispatch(trainer string) (wire.Task, taskqueue.Change, func(), error) {
+// dispatch hands out a task to trainer, for a GetTask that carried the
+// finish f, in memory; it returns the reply, the change and what to log
+// once the change is durable.
+func (s *Service) dispatch(trainer string, f taskqueue.Finished) (wire.Task, taskqueue.Change, func(), error) {
 	now := s.cfg.Clock.Now()
-	task, epoch, ch, err := s.q.Dispatch(now, trainer)
+	task, epoch, ch, err := s.q.DispatchFor(now, trainer, f)
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
 		return wire.Task{}, ch, nil, wire.ErrNoTask
@@ -384,12 +396,49 @@ func (s *Service) dispatch(trainer string) (wire.Task, taskqueue.Change, func(),
 	e := s.q.Entry(task)
 	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(), "trainer": trainer,
 		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
-	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(task), Seed: s.taskSeed(task), From: e.Progress}
-	ev := s.event(task, epoch, now)
+	reply := s.taskReply(task, epoch)
+	ev := s.event(taskqueue.Record{Index: task, Entry: e}, now)
+	relief := s.reliefLog(ch.Relief, reply)
 	return reply, ch, func() {
 		s.cfg.Log.WithFields(fields).Debug("task dispatched")
 		s.cfg.Observer.Dispatched(trainer, ev)
+		relief()
 	}, nil
+}
+
+// taskReply is GetTask's answer for the dispatch epoch of a pending task
+// (or piece). Called with s.mu held.
+func (s *Service) taskReply(task, epoch int) wire.Task {
+	e := s.q.Entry(task)
+	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(e.Of), Seed: s.taskSeed(e.Of),
+		From: e.Progress, To: e.To}
+	if task != e.Of {
+		reply.Piece, reply.Of = true, e.Of
+	}
+	return reply
+}
+
+// reliefLog returns what to log, and tell the Observer, once the dispatch
+// of reply that relieved a straggler (r; nil: none) is durable.
+func (s *Service) reliefLog(r *taskqueue.Relief, reply wire.Task) func() {
+	if r == nil {
+		return func() {}
+	}
+	trainer := s.q.Entry(reply.Index).Trainer
+	fields := logrus.Fields{"task": r.Task, "epoch": r.Epoch, "pass": reply.Pass, "holder": r.Holder,
+		"overdue": fmt.Sprintf("%.1fx", r.Overdue), "trainer": trainer}
+	if r.Kind == taskqueue.StragglersSplit {
+		fields["reached"], fields["cut"], fields["piece"], fields["to"] = r.Reached, r.Cut, reply.Index, reply.To
+		return func() {
+			s.cfg.Log.WithFields(fields).Infof("straggler split: task %d keeps its records up to %d, piece %d has the rest", r.Task, r.Cut, reply.Index)
+			s.cfg.Observer.Relieved(trainer, r.Kind)
+		}
+	}
+	fields["backup_epoch"] = reply.Epoch
+	return func() {
+		s.cfg.Log.WithFields(fields).Infof("straggler backed up: task %d dispatched again; the first finish wins", r.Task)
+		s.cfg.Observer.Relieved(trainer, r.Kind)
+	}
 }
 
 // TaskFinished records a finish report.
@@ -413,15 +462,31 @@ func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, err
 }
 
 // TaskProgress records how far the current dispatch of a task got
-// (wire.Progress).
-func (s *Service) TaskProgress(ctx context.Context, p wire.Progress) (wire.Report, error) {
+// (wire.Progress), and answers where it is to stop.
+func (s *Service) TaskProgress(ctx context.Context, p wire.Progress) (wire.ProgressReply, error) {
 	t := wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer}
 	s.called(&t)
-	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
-		rep, ch, err := s.q.Progress(p.Index, p.Pass, p.Epoch, p.Done, s.cfg.Clock.Now())
+	var reply wire.ProgressReply
+	_, err := s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
+		var ch taskqueue.Change
+		var err error
+		reply, ch, err = s.q.Progress(p.Index, p.Pass, p.Epoch, p.Done, s.cfg.Clock.Now())
 		fields := logrus.Fields{"task": p.Index, "epoch": p.Epoch, "pass": p.Pass, "trainer": t.Trainer, "done": p.Done}
-		return rep, ch, func() { s.cfg.Log.WithFields(fields).Debugf("progress report: %v", rep) }, err
+		if reply.To > 0 {
+			fields["to"] = reply.To
+		}
+		return reply.Report, ch, func() {
+			if reply.To > 0 && p.Done > reply.To {
+				s.cfg.Log.WithFields(fields).Warnf("task %d trained %d records past the end it was cut to before it learned it: they are trained twice", p.Index, p.Done-reply.To)
+				return
+			}
+			s.cfg.Log.WithFields(fields).Debugf("progress report: %v", reply.Report)
+		}, err
 	})
+	if err != nil {
+		return wire.ProgressReply{}, err
+	}
+	return reply, nil
 }
 
 // report runs a report's change in memory under the lock, then answers it
@@ -455,12 +520,13 @@ func (s *Service) reportChange(ctx context.Context, change func() (wire.Report, 
 // change and what to log once the change is durable.
 func (s *Service) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), error) {
 	now := s.cfg.Clock.Now()
-	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, now)
+	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, t.Trainer, now)
 	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer}
 	if err != nil || rep != wire.Recorded {
 		return rep, ch, func() { s.cfg.Log.WithFields(fields).Debugf("finish report ignored: %v", rep) }, err
 	}
-	ev := TaskEvent{Index: t.Index, Pass: t.Pass, Epoch: t.Epoch, Records: s.ds.TaskRecords(t.Index), At: now}
+	ev := s.event(ch.Records[0], now)
+	ev.Epoch = t.Epoch
 	pass := s.passLog(ch)
 	return rep, ch, func() {
 		s.cfg.Log.WithFields(fields).Debug("task finished")
@@ -563,10 +629,10 @@ func (s *Service) changeLog(ch taskqueue.Change, trainer string, cause RetryCaus
 		if trainer != "" {
 			fields["trainer"] = trainer
 		}
-		ev := s.event(r.Index, r.Epoch, now)
-		ev.Pass, ev.Timeouts, ev.Reason, ev.Discarded = r.Pass, r.Timeouts, r.Error, r.Queue == taskqueue.Failed
+		ev := s.event(r, now)
+		ev.Timeouts, ev.Reason, ev.Discarded = r.Timeouts, r.Error, r.Queue == taskqueue.Failed
 		if ev.Discarded {
-			fields["blocks"] = s.ds.Blocks(r.Index)
+			fields["blocks"] = s.ds.Blocks(r.Of)
 			logs = append(logs, func() {
 				s.cfg.Log.WithFields(fields).Warnf("task %s too often; discarded for this pass", cause)
 				s.cfg.Observer.Retried(trainer, ev, cause)

@@ -36,6 +36,10 @@ type Config struct {
 	Duration      time.Duration // of each window; default 5s
 	Failover      bool          // also time a standby taking over each dataset
 	Codec         string        // the synthetic trainers' encoding: "gob" (default) or "json"
+	// Progress makes every synthetic trainer report progress once in
+	// every task, before it asks for the next: a fenced write per task,
+	// the most -progress-interval can cost (a report every task).
+	Progress bool
 	// Door says whether each row runs against a master with its HTTP side
 	// door: DoorOff (the default: no -http-addr, trainers send no name),
 	// DoorOn (-http-addr on loopback, every trainer sends a name of its
@@ -105,7 +109,8 @@ func (c Config) withDefaults() (Config, error) {
 type Report struct {
 	CPUs          int             `json:"cpus"`
 	Codec         string          `json:"codec"`
-	Door          string          `json:"door"` // off, on or both
+	Door          string          `json:"door"`               // off, on or both
+	Progress      bool            `json:"progress,omitempty"` // a progress report in every task
 	ChunksPerTask int             `json:"chunks_per_task"`
 	Warmup        time.Duration   `json:"warmup_ns"`
 	Duration      time.Duration   `json:"duration_ns"`
@@ -219,7 +224,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{CPUs: runtime.NumCPU(), ChunksPerTask: cfg.ChunksPerTask, Warmup: cfg.Warmup, Duration: cfg.Duration,
-		Codec: cfg.Codec, Door: cfg.Door}
+		Codec: cfg.Codec, Door: cfg.Door, Progress: cfg.Progress}
 	for _, chunks := range cfg.Chunks {
 		d, err := runDataset(ctx, cfg, chunks)
 		if err != nil {
@@ -339,7 +344,7 @@ func runWindow(ctx context.Context, cfg Config, j *job, trainers int) (Result, e
 	if j.prof != nil {
 		side.Go(func() { profile = j.prof.profile(sideCtx, from, until) })
 	}
-	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, j.door, w)
+	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, j.door, cfg.Progress, w)
 	if err != nil {
 		stopSide()
 	}

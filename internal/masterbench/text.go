@@ -12,6 +12,9 @@ import (
 func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%d CPUs; trainers speak %s; %d chunk(s) per task; %v warm-up, then %v measured per row\n",
 		r.CPUs, r.Codec, r.ChunksPerTask, r.Warmup, r.Duration)
+	if r.Progress {
+		fmt.Fprintln(w, "every trainer reports progress once in every task (Master.TaskProgress: a fenced write per task)")
+	}
 	door := r.Door != "" && r.Door != DoorOff
 	if door {
 		fmt.Fprintf(w, "side door %s: with it, the master serves -http-addr, every trainer sends a name of its own, and /metrics and /status.json are read every %v of the window\n",

@@ -40,8 +40,10 @@ func dialer(codec string) func(addr string) (*rpc.Client, error) {
 // runTrainers runs synthetic trainers, each on its own connection made by
 // dial: every call finishes the trainer's previous task and asks for the
 // next. Named trainers send the name bench-<i> on every task they send, as
-// go/client does; the others send none, as old trainers do.
-func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, named bool, w window) (loadResult, error) {
+// go/client does; the others send none, as old trainers do. With progress,
+// each trainer reports one record of every task trained before it asks
+// for the next (Master.TaskProgress: a fenced write each).
+func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, named, progress bool, w window) (loadResult, error) {
 	conns := make([]*rpc.Client, trainers)
 	prev := make([]wire.Task, trainers)
 	names := make([]string, trainers)
@@ -75,6 +77,13 @@ func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), ad
 			return false, nil
 		case err != nil:
 			return false, errors.Wrap(err, "GetTask")
+		}
+		if progress {
+			var reply wire.ProgressReply
+			p := wire.Progress{Index: next.Index, Epoch: next.Epoch, Pass: next.Pass, Trainer: names[i], Done: 1}
+			if err := conns[i].Call(wire.ServiceName+".TaskProgress", p, &reply); err != nil {
+				return false, errors.Wrap(err, "TaskProgress")
+			}
 		}
 		return true, nil
 	})

@@ -63,6 +63,8 @@ var (
 	failuresDesc    = desc("trainmaster_failures_total", "Failure reports that sent a task back to todo or discarded it.")
 	timeoutsDesc    = desc("trainmaster_timeouts_total", "Tasks whose timeout passed (sent back to todo or discarded).")
 	lostDesc        = desc("trainmaster_trainer_lost_tasks_total", "Tasks sent back to todo at once because their trainer was lost (no connection for -trainer-grace); not counted as timeouts.")
+	relievedDesc    = desc("trainmaster_stragglers_relieved_total", "Stragglers an idle trainer was given part of (-stragglers): split (the rest cut off as a piece) or backup (dispatched again).", "kind")
+	piecesDesc      = desc("trainmaster_pieces", "Pieces cut from stragglers in the current pass (counted in trainmaster_tasks beside the tasks).")
 	discardsDesc    = desc("trainmaster_discards_total", "Tasks discarded for their pass after too many timeouts and failures.")
 	rejectedDesc    = desc("trainmaster_fenced_writes_rejected_total", "Commits etcd rejected because this master no longer held the lock.")
 	trainersDesc    = desc("trainmaster_trainers", "Trainers this master tracks (seen lately or holding a task).")
@@ -87,7 +89,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	m.metrics.commit.Describe(ch)
 	m.metrics.groupSize.Describe(ch)
 	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
-		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, discardsDesc, rejectedDesc,
+		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, relievedDesc, piecesDesc, discardsDesc, rejectedDesc,
 		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
 		trainerHeld, trainerLastSeen, trainerStalled} {
 		ch <- d
@@ -122,6 +124,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(datasetTasks, float64(j.Tasks))
 		gauge(datasetRecords, float64(j.Records))
 		gauge(passRecordsDone, float64(j.RecordsDone))
+		gauge(piecesDesc, float64(j.Pieces))
 	}
 	counter(recordsDesc, float64(cn.records))
 	counter(dispatchesDesc, float64(cn.dispatches))
@@ -129,6 +132,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(failuresDesc, float64(cn.failures))
 	counter(timeoutsDesc, float64(cn.timeouts))
 	counter(lostDesc, float64(cn.lost))
+	counter(relievedDesc, float64(cn.splits), "split")
+	counter(relievedDesc, float64(cn.backups), "backup")
 	counter(discardsDesc, float64(cn.discards))
 	counter(rejectedDesc, float64(cn.rejected))
 	gauge(trainersDesc, float64(st.TrainersTotal))

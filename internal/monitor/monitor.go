@@ -23,6 +23,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Config configures a Monitor. Zero fields take the defaults.
@@ -72,6 +73,7 @@ type Monitor struct {
 // counts are the monitor's counters, exported as Prometheus counters.
 type counts struct {
 	dispatches, finishes, records, failures, timeouts, lost, discards, rejected int64
+	splits, backups                                                             int64 // stragglers relieved
 }
 
 // meanHold is a moving mean of how long tasks are held, dispatch to finish.
@@ -183,6 +185,17 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 		Cause: cause.String(), Discarded: ev.Discarded, Reason: ev.Reason})
 }
 
+// Relieved implements master.Observer.
+func (m *Monitor) Relieved(_ string, kind taskqueue.Stragglers) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if kind == taskqueue.StragglersSplit {
+		m.counts.splits++
+	} else {
+		m.counts.backups++
+	}
+}
+
 // GetTaskServed implements master.Observer.
 func (m *Monitor) GetTaskServed(took time.Duration, err error) {
 	m.metrics.byResult[getTaskResult(err)].Observe(took.Seconds())
@@ -253,7 +266,7 @@ func (m *Monitor) jobStatus(j master.JobState, now time.Time) *JobStatus {
 	js := &JobStatus{
 		Dataset: j.Patterns, Files: j.Files, Chunks: j.Chunks, ChunksPerTask: j.ChunksPerTask, Tasks: j.Tasks,
 		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone,
-		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone,
+		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone, Pieces: j.Pieces,
 		RecordsPerSecond: m.history.rate(now, m.started, rateSpan),
 		Discarded:        []DiscardedTask{},
 	}

@@ -44,8 +44,9 @@ type JobStatus struct {
 	Todo             int      `json:"todo"`
 	Pending          int      `json:"pending"`
 	Done             int      `json:"done"`
-	Failed           int      `json:"failed"`       // discarded for this pass
-	RecordsDone      int64    `json:"records_done"` // this pass
+	Failed           int      `json:"failed"`           // discarded for this pass
+	RecordsDone      int64    `json:"records_done"`     // this pass
+	Pieces           int      `json:"pieces,omitempty"` // cut from stragglers in this pass, counted in the queues beside the tasks
 	RecordsPerSecond float64  `json:"records_per_second"`
 	// PassETASeconds and JobETASeconds are the time left to the end of
 	// this pass and of the last at the current rate; nil while no rate is

@@ -62,7 +62,7 @@ func TestAverageCountsFromTrainerStart(t *testing.T) {
 		dispatchTo(t, q, t0, tc.trainer)
 		dispatchTo(t, q, t0, tc.trainer)
 		for task, at := range []time.Duration{10 * time.Second, 20 * time.Second} {
-			if _, _, err := q.Finish(task, 0, 1, t0.Add(at)); err != nil {
+			if _, _, err := q.Finish(task, 0, 1, "", t0.Add(at)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -165,7 +165,7 @@ func TestTightenedDeadlinesAreStored(t *testing.T) {
 	dispatchTo(t, q, t0, "a")
 	dispatchTo(t, q, t0, "b")
 	dispatchTo(t, q, t0, "b")
-	_, ch, err := q.Finish(0, 0, 1, t0.Add(10*time.Second))
+	_, ch, err := q.Finish(0, 0, 1, "", t0.Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,14 +213,14 @@ func TestRestoredTasksAreNotSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.Finish(0, 0, 1, restart.Add(time.Second)); err != nil {
+	if _, _, err := r.Finish(0, 0, 1, "", restart.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.Timeout(2); got != time.Hour {
 		t.Fatalf("a restored task's finish was taken as a sample: timeout %v", got)
 	}
 	task, epoch, _, _ := r.Dispatch(restart, "b")
-	_, ch, _ := r.Finish(task, 0, epoch, restart.Add(10*time.Second))
+	_, ch, _ := r.Finish(task, 0, epoch, "", restart.Add(10*time.Second))
 	if got := r.Timeout(3); got != 10*time.Second || len(ch.Records) != 2 || ch.Records[1].Index != 1 {
 		t.Fatalf("timeout %v after a real sample; change %+v (want the restored task 1 tightened)", got, ch.Records)
 	}

@@ -14,8 +14,22 @@ func (q *Queues) Passes() int { return q.cfg.Passes }
 // AllDone reports whether every pass is over.
 func (q *Queues) AllDone() bool { return q.pass == q.cfg.Passes }
 
-// NumTasks returns the number of tasks.
-func (q *Queues) NumTasks() int { return len(q.entries) }
+// NumTasks returns the number of tasks of the dataset.
+func (q *Queues) NumTasks() int { return q.tasks }
+
+// Pieces returns the number of pieces cut from tasks in the current pass
+// (stragglers.go); their indexes follow the tasks'.
+func (q *Queues) Pieces() int { return len(q.entries) - q.tasks }
+
+// Length returns the number of records an entry covers: its task's, less
+// what was cut off it, or its piece's. It needs the entry only, so that it
+// can be asked about a change after the pass of its entries ended.
+func (q *Queues) Length(e Entry) int64 {
+	if e.To > 0 {
+		return int64(e.To - e.From)
+	}
+	return q.records(e.Of)
+}
 
 // Count returns how many tasks are in a queue in the current pass.
 func (q *Queues) Count(queue Queue) int { return q.counts[queue] }
@@ -26,10 +40,10 @@ func (q *Queues) DoneRecords() int64 { return q.doneRecs }
 // Entry returns a task's entry in the current pass.
 func (q *Queues) Entry(task int) Entry { return q.entry(task) }
 
-// Tasks returns the tasks in a queue, in task order.
+// Tasks returns the tasks and pieces in a queue, in index order.
 func (q *Queues) Tasks(queue Queue) []Record { return q.FirstTasks(queue, len(q.entries)) }
 
-// FirstTasks returns the first n tasks in a queue, in task order.
+// FirstTasks returns the first n tasks and pieces in a queue, in index order.
 func (q *Queues) FirstTasks(queue Queue, n int) []Record {
 	var out []Record
 	for i := range q.entries {
@@ -56,4 +70,4 @@ func (q *Queues) NextDeadline() (time.Time, bool) {
 }
 
 // Timeout returns the timeout a dispatch of the task would get now.
-func (q *Queues) Timeout(task int) time.Duration { return q.timeoutFor(q.records(task)) }
+func (q *Queues) Timeout(task int) time.Duration { return q.timeoutFor(q.length(task)) }

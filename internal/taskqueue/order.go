@@ -57,7 +57,7 @@ func (q *Queues) appendOrder(todo []todoItem, p int) []todoItem {
 // untouchedSeq returns the Seq of a task untouched in the current pass:
 // its position in the pass's order.
 func (q *Queues) untouchedSeq(task int) int64 {
-	if q.positions == nil {
+	if q.positions == nil || task >= len(q.positions) { // a piece, until set
 		return int64(task)
 	}
 	return int64(q.positions[task])

@@ -20,7 +20,7 @@ func passOrders(t *testing.T, cfg Config, n int) [][]int {
 		p := q.Pass()
 		task, epoch := dispatch(t, q, t0)
 		orders[p] = append(orders[p], task)
-		if _, _, err := q.Finish(task, p, epoch, t0); err != nil {
+		if _, _, err := q.Finish(task, p, epoch, "", t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +100,7 @@ func (d *orderDriver) step(t *testing.T, q *Queues, s *orderStore) int {
 		if d.task%5 == 2 && d.epoch == 1 {
 			_, ch, err = q.Fail(d.task, d.pass, d.epoch, "injected")
 		} else {
-			_, ch, err = q.Finish(d.task, d.pass, d.epoch, t0)
+			_, ch, err = q.Finish(d.task, d.pass, d.epoch, "", t0)
 		}
 		if err != nil {
 			t.Fatal(err)

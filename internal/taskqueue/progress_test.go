@@ -34,7 +34,7 @@ func TestProgress(t *testing.T) {
 		{0, 1, 7, sec(6), wire.Recorded, 7, nil},
 	} {
 		rep, ch, err := q.Progress(task, tc.pass, tc.epoch, tc.done, tc.at)
-		if rep != tc.want || !errors.Is(err, tc.wantErr) || q.Entry(task).Progress != tc.progress {
+		if rep.Report != tc.want || !errors.Is(err, tc.wantErr) || q.Entry(task).Progress != tc.progress {
 			t.Fatalf("report %d: %v, %v, progress %d; want %v, %v, %d", i, rep, err, q.Entry(task).Progress, tc.want, tc.wantErr, tc.progress)
 		}
 		if changed := !ch.Empty(); changed != (i == 0 || i == 1 || i == 8) {
@@ -42,7 +42,7 @@ func TestProgress(t *testing.T) {
 		}
 	}
 	q.Expire(t0.Add(time.Minute))
-	if rep, _, _ := q.Progress(task, 0, epoch, 9, sec(70)); rep != wire.Superseded {
+	if rep, _, _ := q.Progress(task, 0, epoch, 9, sec(70)); rep.Report != wire.Superseded {
 		t.Fatalf("progress of a timed out dispatch: %v", rep)
 	}
 	stored := []Record{{Index: task, Entry: q.Entry(task)}}
@@ -63,10 +63,10 @@ func TestProgress(t *testing.T) {
 	if again != task || r.Entry(task).Progress != 7 {
 		t.Fatalf("dispatch %d epoch %d: progress %d", again, e2, r.Entry(task).Progress)
 	}
-	if rep, _, _ := r.Progress(task, 0, e2, 8, sec(80)); rep != wire.Recorded { // the first report after a restore is never too soon
+	if rep, _, _ := r.Progress(task, 0, e2, 8, sec(80)); rep.Report != wire.Recorded { // the first report after a restore is never too soon
 		t.Fatalf("first report after restore: %v", rep)
 	}
-	_, ch, _ := r.Finish(task, 0, e2, sec(81))
+	_, ch, _ := r.Finish(task, 0, e2, "", sec(81))
 	if r.Entry(task).Progress != 0 || ch.Records[0].Progress != 0 {
 		t.Fatalf("done task keeps progress %d", r.Entry(task).Progress)
 	}
@@ -79,7 +79,7 @@ func TestProgress(t *testing.T) {
 func TestResumedDispatchSamplesItsRest(t *testing.T) {
 	q := newQueues(t, Config{Timeout: time.Hour, TimeoutMin: time.Second, Factor: 1, MinSamples: 1}, 2)
 	task, epoch := dispatch(t, q, t0)
-	if rep, _, err := q.Progress(task, 0, epoch, 8, t0.Add(time.Second)); rep != wire.Recorded || err != nil {
+	if rep, _, err := q.Progress(task, 0, epoch, 8, t0.Add(time.Second)); rep.Report != wire.Recorded || err != nil {
 		t.Fatalf("progress: %v %v", rep, err)
 	}
 	if _, _, err := q.Fail(task, 0, epoch, "the trainer's disk"); err != nil {
@@ -90,7 +90,7 @@ func TestResumedDispatchSamplesItsRest(t *testing.T) {
 	if again != task || q.Entry(task).Progress != 8 {
 		t.Fatalf("dispatched %d, progress %d", again, q.Entry(task).Progress)
 	}
-	if _, _, err := q.Finish(task, 0, epoch2, t0.Add(2*time.Second)); err != nil {
+	if _, _, err := q.Finish(task, 0, epoch2, "", t0.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := q.Timeout(1); got != 10*time.Second { // 2 s for 2 records: 1 s a record, 10 records
@@ -109,10 +109,10 @@ func TestProgressKeepsTheDispatchMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, _, _ := r.Progress(0, 0, 1, 5, t0.Add(time.Second)); rep != wire.Recorded {
+	if rep, _, _ := r.Progress(0, 0, 1, 5, t0.Add(time.Second)); rep.Report != wire.Recorded {
 		t.Fatalf("progress: %v", rep)
 	}
-	if _, _, err := r.Finish(0, 0, 1, t0.Add(2*time.Second)); err != nil {
+	if _, _, err := r.Finish(0, 0, 1, "", t0.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.Timeout(1); got != time.Hour {
@@ -120,7 +120,7 @@ func TestProgressKeepsTheDispatchMemory(t *testing.T) {
 	}
 	r.Dispatch(t0, "b")
 	_, epoch, _, _ := r.Dispatch(t0, "b") // depth 1
-	if rep, _, _ := r.Progress(2, 0, epoch, 5, t0.Add(time.Second)); rep != wire.Recorded {
+	if rep, _, _ := r.Progress(2, 0, epoch, 5, t0.Add(time.Second)); rep.Report != wire.Recorded {
 		t.Fatalf("progress: %v", rep)
 	}
 	if d := r.entries[2].depth; d != 1 {

@@ -52,8 +52,19 @@ type Entry struct {
 	Trainer string
 	// Progress is the position in the task's record order that its
 	// dispatches reported reaching in this pass (progress.go): a dispatch
-	// starts there. 0 when none did, and once the task is Done.
+	// starts there. 0 when none did, and once the task is Done; a piece
+	// starts with its From.
 	Progress int
+	// For is, while the task is Pending, the finish that the GetTask which
+	// dispatched it carried (resend.go): a trainer that retries that call,
+	// its answer lost, gets the same dispatch again. Zero: none.
+	For Finished
+	// Of, From and To bound the records an entry covers (stragglers.go):
+	// positions From to To-1 of task Of's record order. A task has Of
+	// its own index and From 0; To 0 means to its end, and a task split
+	// in its pass has the position it was cut at. A piece, an entry past
+	// the dataset's tasks, is the rest of a task cut off in its pass.
+	Of, From, To int
 }
 
 // Record is one task's entry, as a Change carries it.
@@ -67,6 +78,9 @@ type Change struct {
 	Pass        int      // the pass after the change; Passes once all are done
 	PassChanged bool     // the operation ended a pass
 	Records     []Record // new entries of the tasks it touched
+	// Relief is set by a Dispatch that relieved a straggler
+	// (stragglers.go): what it did, for the log. Stores ignore it.
+	Relief *Relief
 }
 
 // Empty reports whether the change changed nothing.
@@ -78,6 +92,9 @@ func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 func (c Change) Merge(later Change) Change {
 	c.Pass = later.Pass
 	c.PassChanged = c.PassChanged || later.PassChanged
+	if later.Relief != nil {
+		c.Relief = later.Relief
+	}
 	for _, r := range later.Records {
 		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {
 			c.Records[i] = r
@@ -102,6 +119,7 @@ var (
 type Queues struct {
 	cfg      Config
 	records  func(task int) int64
+	tasks    int // the dataset's; entries past them are pieces (stragglers.go)
 	pass     int
 	entries  []slot
 	reasons  map[int]string // Entry.Error of the current pass, where not empty
@@ -119,7 +137,11 @@ type Queues struct {
 	holding   map[string]*holding // trainer -> what it holds
 	avoid     map[int]avoidance   // task sent back by a timeout -> the trainer it was taken from
 	progress  map[int]progressMark
-	positions []int32 // with a seed, each task's position in its pass's order (order.go)
+	positions []int32                  // with a seed, each task's position in its pass's order (order.go)
+	spans     map[int]span             // Of, From and To of the entries that have them (stragglers.go)
+	relieved  int                      // splits and backups in this pass
+	reporters map[string]time.Duration // trainers that report progress -> their interval (progress.go)
+	answers   map[int]Finished         // pending task -> the finish its dispatch answered (resend.go)
 }
 
 type todoItem struct {
@@ -140,13 +162,18 @@ func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error
 // done. Every entry of the current pass is checked (CheckRecord) and the
 // first bad one, or the first error stored yields, is returned.
 //
-// Pending tasks get a fresh timeout from now: their trainers may have been
-// cut off from the master while it changed, and deserve the time to report.
-// The moving average starts empty, so that timeout is Config.Timeout until
-// MinSamples dispatches have finished; the finishes of restored tasks are
-// not samples of it: their dispatch time is the restore's, so the first to
-// finish would be those nearly done, and the average would come out short
-// enough to time out the others while their trainers still train them.
+// Pending tasks keep their stored deadline, but at least Config.RestoredMin
+// from now: their trainers may have been cut off from the master while it
+// changed, and deserve the time to report; a deadline passed meanwhile
+// must not hold the pass for a whole initial timeout either (the last task
+// of a pass, held by a trainer that died in the failover, would wait for
+// it while failovers keep resetting its trainer's grace). Their dispatch
+// time becomes the restore's. The moving average starts empty, so a new
+// dispatch's timeout is Config.Timeout until MinSamples dispatches have
+// finished; the finishes of restored tasks are not samples of it: their
+// dispatch time is the restore's, so the first to finish would be those
+// nearly done, and the average would come out short enough to time out
+// the others while their trainers still train them.
 func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored iter.Seq2[Record, error], now time.Time) (*Queues, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -162,8 +189,8 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 		return nil, fmt.Errorf("taskqueue: stored pass %d is negative or too large", pass)
 	}
 	pass = min(pass, cfg.Passes)
-	q := &Queues{cfg: cfg, records: records, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window),
-		holders: map[int]string{}, holding: map[string]*holding{}, avoid: map[int]avoidance{}, progress: map[int]progressMark{}}
+	q := &Queues{cfg: cfg, records: records, tasks: numTasks, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window),
+		holders: map[int]string{}, holding: map[string]*holding{}, avoid: map[int]avoidance{}, progress: map[int]progressMark{}, spans: map[int]span{}, reporters: map[string]time.Duration{}, answers: map[int]Finished{}}
 	for i := range q.entries {
 		q.entries[i].pass = -1
 	}
@@ -178,23 +205,30 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 			}
 		}
 	}
+	if err := q.checkPieces(); err != nil {
+		return nil, err
+	}
 	q.rebuildTodo()
 	return q, nil
 }
 
 // restoreRecord puts one stored entry back, if it is of the current pass.
 func (q *Queues) restoreRecord(r Record, now time.Time) error {
-	if err := CheckRecord(r, len(q.entries)); err != nil {
+	if err := CheckRecord(r, q.tasks); err != nil {
 		return err
 	}
 	if r.Pass != q.pass || q.AllDone() {
 		return nil
 	}
-	if records := q.records(r.Index); int64(r.Progress) > records {
-		return fmt.Errorf("%w: task %d: progress %d past its %d records", ErrBadEntry, r.Index, r.Progress, records)
+	if r.Index < q.tasks {
+		r.Of = r.Index // stores leave it out for a task
 	}
+	if records := q.records(r.Of); int64(max(r.Progress, r.To)) > records {
+		return fmt.Errorf("%w: task %d: progress %d or end %d past the %d records of task %d", ErrBadEntry, r.Index, r.Progress, r.To, records, r.Of)
+	}
+	q.grow(r.Index)
 	if r.Queue == Pending {
-		r.Dispatched, r.Deadline = now, now.Add(q.cfg.Timeout)
+		r.Dispatched, r.Deadline = now, later(r.Deadline, now.Add(q.cfg.RestoredMin))
 	}
 	r.Error = wire.CutReason(r.Error)
 	q.set(r.Index, r.Entry)
@@ -202,6 +236,14 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	q.nextSeq = max(q.nextSeq, r.Seq+1)
 	q.nextFront = min(q.nextFront, r.Seq-1)
 	return nil
+}
+
+// later returns the later of two instants.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // ErrBadEntry is wrapped by CheckRecord's errors.
@@ -217,8 +259,8 @@ func CheckRecord(r Record, numTasks int) error {
 		return fmt.Errorf("%w: task %d: %s", ErrBadEntry, r.Index, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case r.Index < 0 || r.Index >= numTasks:
-		return bad("the dataset has %d tasks", numTasks)
+	case r.Index < 0 || r.Index >= numTasks+MaxPieces(numTasks):
+		return bad("the dataset has %d tasks, and a pass at most %d pieces", numTasks, MaxPieces(numTasks))
 	case r.Queue > Failed:
 		return bad("unknown queue %d", r.Queue)
 	case r.Pass < 0 || r.Pass > math.MaxInt32:
@@ -235,8 +277,10 @@ func CheckRecord(r Record, numTasks int) error {
 		return bad("progress %d in queue %v", r.Progress, r.Queue)
 	case r.Queue != Pending && r.Trainer != "":
 		return bad("trainer %q named in queue %v (only a pending task has one)", r.Trainer, r.Queue)
+	case r.For != (Finished{}) && (r.Queue != Pending || r.For.Task < 0 || r.For.Epoch < 1 || r.For.Pass < 0 || r.For.Pass > r.Pass):
+		return bad("answering the finish of task %d epoch %d pass %d in queue %v", r.For.Task, r.For.Epoch, r.For.Pass, r.Queue)
 	}
-	return nil
+	return checkSpan(r, numTasks)
 }
 
 // minSeq is the lowest Seq an entry may have: as many tasks can be sent to
@@ -246,6 +290,9 @@ const minSeq = -1 << 62
 // startPass makes every task untouched in pass p.
 func (q *Queues) startPass(p int) {
 	q.pass = p
+	q.entries = q.entries[:q.tasks] // the pieces of the pass before go
+	clear(q.spans)
+	q.relieved = 0
 	q.counts = [4]int{}
 	q.doneRecs = 0
 	clear(q.reasons)
@@ -281,9 +328,14 @@ func (q *Queues) entry(task int) Entry {
 	}
 	e := s.entry(q.reasons[task])
 	if e.Queue == Pending {
-		e.Trainer = q.holders[task]
+		e.Trainer, e.For = q.holders[task], q.answers[task]
 	}
 	e.Progress = q.progress[task].done
+	sp, ok := q.spans[task]
+	if !ok {
+		sp.of = task
+	}
+	e.Of, e.From, e.To = int(sp.of), int(sp.from), int(sp.to)
 	return e
 }
 
@@ -292,11 +344,17 @@ func (q *Queues) set(task int, e Entry) {
 	old := q.entry(task)
 	q.counts[old.Queue]--
 	q.counts[e.Queue]++
+	q.setSpan(task, e)
+	if e.Queue == Pending && e.For != (Finished{}) {
+		q.answers[task] = e.For
+	} else {
+		delete(q.answers, task)
+	}
 	if (old.Queue == Done) != (e.Queue == Done) {
 		if e.Queue == Done {
-			q.doneRecs += q.records(task)
+			q.doneRecs += q.length(task)
 		} else {
-			q.doneRecs -= q.records(task)
+			q.doneRecs -= q.length(task)
 		}
 	}
 	prev := q.entries[task]
@@ -321,7 +379,7 @@ func (q *Queues) set(task int, e Entry) {
 	switch {
 	case e.Queue == Todo && (old.Queue != Todo || old.Seq != e.Seq):
 		q.enqueue(todoItem{task: task, seq: e.Seq})
-	case e.Queue == Pending:
+	case e.Queue == Pending && (old.Queue != Pending || old.Epoch != e.Epoch || !old.Deadline.Equal(e.Deadline)):
 		heap.Push(&q.timers, deadlineItem{at: nanos(e.Deadline), task: task, epoch: e.Epoch})
 	}
 }
@@ -331,20 +389,29 @@ func (q *Queues) set(task int, e Entry) {
 // timed out with it while they wait for another trainer (holders.go). The
 // deadline allows for the tasks trainer already holds.
 func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Change, err error) {
+	return q.DispatchFor(now, trainer, Finished{})
+}
+
+// DispatchFor is Dispatch for a GetTask that carried the finish f (the
+// zero Finished: none): the dispatch remembers it (resend.go).
+func (q *Queues) DispatchFor(now time.Time, trainer string, f Finished) (task, epoch int, ch Change, err error) {
 	if q.pass == q.cfg.Passes {
 		return 0, 0, Change{}, ErrAllDone
 	}
 	i, ok := q.nextFor(trainer, now)
 	if !ok {
 		q.compactTodo()
+		if task, epoch, ch, ok := q.relieve(now, trainer); ok {
+			return task, epoch, ch, nil
+		}
 		return 0, 0, Change{}, ErrNoTask
 	}
 	task = q.todo[i].task
 	depth := q.depth(trainer)
 	e := q.entry(task)
-	e.Queue, e.Epoch, e.Trainer = Pending, e.Epoch+1, trainer
+	e.Queue, e.Epoch, e.Trainer, e.For = Pending, e.Epoch+1, trainer, f
 	if !tracked(trainer) {
-		e.Trainer = ""
+		e.Trainer, e.For = "", Finished{}
 	}
 	e.Dispatched, e.Deadline = now, now.Add(q.timeoutAt(task, depth))
 	delete(q.avoid, task)
@@ -377,13 +444,16 @@ func (q *Queues) compactTodo() {
 	}
 }
 
-// Finish records that a dispatch of the task completed.
-func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Change, error) {
+// Finish records that a dispatch of the task completed, reported by
+// trainer (its name; "" when unknown): the trainer now starts the next
+// task it holds, whichever dispatch it finished (holders.go).
+func (q *Queues) Finish(task, pass, epoch int, trainer string, now time.Time) (wire.Report, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {
 		return rep, Change{}, err
 	}
 	if e.Queue == Done {
+		q.finishedBy(trainer, now)
 		return wire.AlreadyDone, Change{}, nil
 	}
 	current := e.Queue == Pending && e.Epoch == epoch
@@ -393,6 +463,8 @@ func (q *Queues) Finish(task, pass, epoch int, now time.Time) (wire.Report, Chan
 	ch := q.change(task, e)
 	if current {
 		q.finishedBy(holder, now)
+	} else {
+		q.finishedBy(trainer, now) // an earlier dispatch's, superseded: its trainer still moves on
 	}
 	if usable {
 		ch.Records = append(ch.Records, q.tightenPending()...)
@@ -460,7 +532,7 @@ func (q *Queues) retry(e Entry, reason string) Entry {
 func (q *Queues) checkReport(task, pass, epoch int) (Entry, wire.Report, error) {
 	switch {
 	case task < 0 || task >= len(q.entries):
-		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks)", ErrBadReport, task, len(q.entries))
+		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks and %d pieces in pass %d)", ErrBadReport, task, q.tasks, len(q.entries)-q.tasks, q.pass)
 	case pass < 0 || epoch < 1:
 		return Entry{}, 0, fmt.Errorf("%w: task %d: pass %d epoch %d (want pass >= 0, epoch >= 1)", ErrBadReport, task, pass, epoch)
 	case pass < q.pass:
@@ -478,6 +550,9 @@ func (q *Queues) checkReport(task, pass, epoch int) (Entry, wire.Report, error) 
 // change applies a task's new entry and ends the pass if nothing is left in
 // Todo or Pending.
 func (q *Queues) change(task int, e Entry) Change {
+	if e.Queue != Pending {
+		e.For = Finished{} // it belongs to a dispatch
+	}
 	q.set(task, e)
 	ch := Change{Records: []Record{{Index: task, Entry: e}}}
 	if q.counts[Todo] == 0 && q.counts[Pending] == 0 {

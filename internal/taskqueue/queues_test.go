@@ -55,7 +55,7 @@ func TestDispatchOrderAndEpochs(t *testing.T) {
 	if c := counts(q); c != [4]int{0, 3, 0, 0} {
 		t.Fatalf("counts %v", c)
 	}
-	if _, _, err := q.Finish(2, 0, 1, t0); err != nil || q.DoneRecords() != 10 {
+	if _, _, err := q.Finish(2, 0, 1, "", t0); err != nil || q.DoneRecords() != 10 {
 		t.Fatalf("finish: %v, %d records done, want 10", err, q.DoneRecords())
 	}
 	// Task 1 fails and comes back at the end of Todo with epoch 2.
@@ -130,7 +130,7 @@ func TestReports(t *testing.T) {
 				var ch Change
 				var err error
 				if s.op == "finish" {
-					rep, ch, err = q.Finish(s.task, s.pass, s.epoch, t0.Add(time.Second))
+					rep, ch, err = q.Finish(s.task, s.pass, s.epoch, "", t0.Add(time.Second))
 				} else {
 					rep, ch, err = q.Fail(s.task, s.pass, s.epoch, "broken block")
 				}
@@ -156,11 +156,11 @@ func TestReports(t *testing.T) {
 func TestStalePassReport(t *testing.T) {
 	q := newQueues(t, Config{Passes: 2}, 1)
 	task, epoch := dispatch(t, q, t0)
-	if rep, ch, err := q.Finish(task, 0, epoch, t0); rep != wire.Recorded || !ch.PassChanged || ch.Pass != 1 || err != nil {
+	if rep, ch, err := q.Finish(task, 0, epoch, "", t0); rep != wire.Recorded || !ch.PassChanged || ch.Pass != 1 || err != nil {
 		t.Fatalf("finish of the only task: %v %+v %v", rep, ch, err)
 	}
 	for _, op := range []func() (wire.Report, Change, error){
-		func() (wire.Report, Change, error) { return q.Finish(task, 0, epoch, t0) },
+		func() (wire.Report, Change, error) { return q.Finish(task, 0, epoch, "", t0) },
 		func() (wire.Report, Change, error) { return q.Fail(task, 0, epoch, "late") },
 	} {
 		if rep, ch, err := op(); rep != wire.StalePass || !ch.Empty() || err != nil {
@@ -179,7 +179,7 @@ func TestPassEnds(t *testing.T) {
 		last func(q *Queues, task, epoch int) Change
 	}{
 		{"by finish", func(q *Queues, task, epoch int) Change {
-			_, ch, _ := q.Finish(task, 0, epoch, t0)
+			_, ch, _ := q.Finish(task, 0, epoch, "", t0)
 			return ch
 		}},
 		{"by failure past the limit", func(q *Queues, task, epoch int) Change {
@@ -194,7 +194,7 @@ func TestPassEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newQueues(t, Config{Passes: 2, MaxTimeouts: 1}, 2)
 			a, ea := dispatch(t, q, t0)
-			if _, _, err := q.Finish(a, 0, ea, t0); err != nil {
+			if _, _, err := q.Finish(a, 0, ea, "", t0); err != nil {
 				t.Fatal(err)
 			}
 			b, eb := dispatch(t, q, t0)
@@ -215,7 +215,7 @@ func TestPassEnds(t *testing.T) {
 			// Pass 1 runs to the end: all passes done.
 			for range 2 {
 				task, epoch := dispatch(t, q, t0)
-				if _, _, err := q.Finish(task, 1, epoch, t0); err != nil {
+				if _, _, err := q.Finish(task, 1, epoch, "", t0); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -238,7 +238,7 @@ func TestTimeoutsAndDiscard(t *testing.T) {
 	q := newQueues(t, Config{Timeout: time.Minute, TimeoutMin: time.Second, MaxTimeouts: 2}, 2)
 	task, _ := dispatch(t, q, t0)
 	other, epoch := dispatch(t, q, t0)
-	if _, _, err := q.Finish(other, 0, epoch, t0.Add(time.Minute)); err != nil { // too late to be a sample that matters
+	if _, _, err := q.Finish(other, 0, epoch, "", t0.Add(time.Minute)); err != nil { // too late to be a sample that matters
 		t.Fatal(err)
 	}
 	if d, ok := q.NextDeadline(); !ok || !d.Equal(t0.Add(time.Minute)) {
@@ -303,7 +303,7 @@ func TestMovingAverageTimeout(t *testing.T) {
 		}
 		task, epoch := dispatch(t, q, now)
 		now = now.Add(took)
-		if _, _, err := q.Finish(task, 0, epoch, now); err != nil {
+		if _, _, err := q.Finish(task, 0, epoch, "", now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,7 +334,7 @@ func TestTimeoutClamps(t *testing.T) {
 	} {
 		q, _ := New(Config{Timeout: time.Minute, TimeoutMin: 5 * time.Second, MinSamples: 1, Window: 1}, 2, tenRecords)
 		task, epoch := dispatch(t, q, t0)
-		q.Finish(task, 0, epoch, t0.Add(tc.took))
+		q.Finish(task, 0, epoch, "", t0.Add(tc.took))
 		if got := q.Timeout(1); got != tc.want {
 			t.Errorf("after a dispatch of %v: timeout %v, want %v", tc.took, got, tc.want)
 		}
@@ -356,14 +356,14 @@ func TestRestore(t *testing.T) {
 	for range 5 {
 		task, epoch, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
-		_, ch, _ = q.Finish(task, 0, epoch, t0)
+		_, ch, _ = q.Finish(task, 0, epoch, "", t0)
 		keep(ch)
 	}
 	for range 3 {
 		_, _, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
 	}
-	_, ch, _ := q.Finish(0, 1, 1, t0)
+	_, ch, _ := q.Finish(0, 1, 1, "", t0)
 	keep(ch)
 	_, ch, _ = q.Fail(2, 1, 1, "flaky")
 	keep(ch)
@@ -380,8 +380,26 @@ func TestRestore(t *testing.T) {
 	if r.Pass() != 1 || counts(r) != counts(q) || counts(r) != [4]int{3, 1, 1, 0} {
 		t.Fatalf("restored pass %d counts %v, want pass 1 counts %v", r.Pass(), counts(r), counts(q))
 	}
-	if d, ok := r.NextDeadline(); !ok || !d.Equal(later.Add(time.Minute)) {
-		t.Fatalf("restored deadline %v %v, want a fresh full timeout from the restore", d, ok)
+	if d, ok := r.NextDeadline(); !ok || !d.Equal(later.Add(time.Second)) {
+		t.Fatalf("restored deadline %v %v, want its stored one, passed, put off to the minimum timeout from the restore", d, ok)
+	}
+	withGrace := cfg
+	withGrace.RestoredMin = 30 * time.Second // the master's: twice its trainers' grace
+	if r, err := Restore(withGrace, 5, tenRecords, pass, Stored(records), later); err != nil {
+		t.Fatal(err)
+	} else if d, _ := r.NextDeadline(); !d.Equal(later.Add(30 * time.Second)) {
+		t.Fatalf("restored with RestoredMin 30s: deadline %v, want %v", d, later.Add(30*time.Second))
+	}
+	for i := range records {
+		if records[i].Queue == Pending {
+			records[i].Deadline = t0.Add(time.Minute)
+		}
+	}
+	soon := t0.Add(30 * time.Second) // before that deadline
+	if r, err := Restore(cfg, 5, tenRecords, pass, Stored(records), soon); err != nil {
+		t.Fatal(err)
+	} else if d, _ := r.NextDeadline(); !d.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("restored at %v: deadline %v, want the stored one", soon, d)
 	}
 	// Todo order survives: 3, 4 (never dispatched this pass), then 2 (requeued).
 	for _, want := range []int{3, 4, 2} {
@@ -404,7 +422,12 @@ func TestRestoreRefusesBadEntries(t *testing.T) {
 		edit func(r *Record)
 		want string
 	}{
-		{"task past the end", func(r *Record) { r.Index = 5 }, "task 5: the dataset has 5 tasks"},
+		{"task past the pieces", func(r *Record) { r.Index = 10 }, "task 10: the dataset has 5 tasks, and a pass at most 5 pieces"},
+		{"piece without bounds", func(r *Record) { r.Index = 5 }, "task 5: a piece from 0 to 0"},
+		{"piece of no task", func(r *Record) { r.Index, r.Of, r.From, r.To = 5, 7, 1, 2 }, "task 5: a piece of task 7"},
+		{"piece progress outside it", func(r *Record) { r.Index, r.Queue, r.Of, r.From, r.To, r.Progress = 5, Pending, 1, 3, 6, 2 }, "progress 2 outside the piece's 3 to 6"},
+		{"task with a piece's start", func(r *Record) { r.From = 3 }, "with the bounds of a piece"},
+		{"task progress past its cut", func(r *Record) { r.Queue, r.To, r.Progress = Pending, 3, 4 }, "end 3 with progress 4"},
 		{"negative task", func(r *Record) { r.Index = -1 }, "task -1: the dataset has 5 tasks"},
 		{"negative epoch", func(r *Record) { r.Epoch = -3 }, "epoch -3"},
 		{"epoch zero", func(r *Record) { r.Epoch = 0 }, "epoch 0"},
@@ -478,7 +501,7 @@ func TestFirstWaveGetsTheAdaptiveTimeout(t *testing.T) {
 	stalled, _ := dispatch(t, q, t0)
 	for i := range 2 {
 		task, epoch := dispatch(t, q, t0)
-		if _, _, err := q.Finish(task, 0, epoch, t0.Add(time.Duration(i+1)*2*time.Second)); err != nil {
+		if _, _, err := q.Finish(task, 0, epoch, "", t0.Add(time.Duration(i+1)*2*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -504,7 +527,7 @@ func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
 		keep(ch)
 		_, ch, _ = q.Fail(a, q.Pass(), ea, "bad block")
 		keep(ch)
-		_, ch, _ = q.Finish(b, q.Pass(), eb, t0)
+		_, ch, _ = q.Finish(b, q.Pass(), eb, "", t0)
 		keep(ch)
 		for pass := q.Pass(); q.Pass() == pass; {
 			task, epoch, ch, err := q.Dispatch(t0, "")
@@ -512,7 +535,7 @@ func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
 				t.Fatal(err)
 			}
 			keep(ch)
-			_, ch, _ = q.Finish(task, pass, epoch, t0)
+			_, ch, _ = q.Finish(task, pass, epoch, "", t0)
 			keep(ch)
 		}
 	}

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
+import pytest
+
 from conftest import write_dataset
-from trainmaster import Client
+from trainmaster import AllDone, Client, MasterError, Record
+from trainmaster import client as client_module
+from trainmaster.client import _Position
 
 
 def test_stopped_loop_reports_progress_and_next_dispatch_resumes(tmp_path, master):
@@ -36,7 +41,210 @@ def test_progress_reports_are_recorded_and_throttled(tmp_path, master):
     c.report_dataset([pattern])
     task = c.get_task()
     assert task.get("From", 0) == 0
-    assert c.task_progress(task, 10) == 1  # recorded
-    assert c.task_progress(task, 20) == 1  # a second one close to it is too
-    assert c.task_progress(task, 30) == 5  # a third is too soon
+    # Recorded; "To" is 0 (the master omits it): the task's end, unchanged.
+    assert c.task_progress(task, 10) == {"Report": 1, "To": 0}
+    assert c.task_progress(task, 20) == {"Report": 1, "To": 0}  # a second one close to it is too
+    assert c.task_progress(task, 30) == {"Report": 5, "To": 0}  # a third is too soon
     c.close()
+
+
+class _Answers:
+    """Stands for a Client in _Position: answers every progress report with
+    reply, and keeps the positions reported."""
+
+    progress_interval = 1.0
+
+    def __init__(self, reply):
+        self.reply, self.sent = reply, []
+
+    def task_progress(self, task, done):
+        self.sent.append(done)
+        return self.reply
+
+
+def _records(n):
+    return [b"r%d" % i for i in range(n)]
+
+
+def test_task_is_yielded_from_its_from_to_its_to():
+    position = _Position(_Answers({"Report": 1, "To": 0}))
+    got = list(position.begin({"Index": 7, "Pass": 2, "From": 2, "To": 6}, _records(10)))
+    assert got == [Record(b"r%d" % i, 7, 2, i == 5, i) for i in range(2, 6)]
+    assert not position.end()
+
+
+def test_piece_records_carry_the_task_they_were_cut_from():
+    position = _Position(_Answers({"Report": 1, "To": 0}))
+    got = list(position.begin({"Index": 9, "Pass": 0, "Piece": True, "Of": 3, "From": 4, "To": 8}, _records(10)))
+    assert [(r.data, r.task, r.position, r.last) for r in got] == [(b"r%d" % i, 3, i, i == 7) for i in range(4, 8)]
+    # A piece of task 0: Of is omitted on the wire.
+    got = list(position.begin({"Index": 9, "Pass": 0, "Piece": True, "From": 8}, _records(10)))
+    assert [(r.task, r.position, r.last) for r in got] == [(0, 8, False), (0, 9, True)]
+
+
+def test_master_cuts_the_task_being_yielded():
+    answers = _Answers({"Report": 1, "To": 6})
+    position = _Position(answers)
+    task = {"Index": 1, "Pass": 0}
+    it = position.begin(task, _records(10))
+    got = [next(it) for _ in range(3)]
+    position.report()  # learns the task ends at 6
+    got.extend(it)
+    assert [r.position for r in got] == list(range(6))
+    # Cut short, and the cut learned in time: the record at the cut is its
+    # task's last.
+    assert [r.last for r in got] == [False] * 5 + [True]
+    position.report()  # the position follows the shorter list
+    assert answers.sent == [3, 6]
+    assert not position.end()  # not dropped: it is reported finished
+
+
+def test_a_cut_learned_in_time_from_a_resumed_start_marks_its_record_last():
+    # From 2, cut at 7 after one record: the flag of position 6 is set; a
+    # second, shorter cut learned one record later moves the end to 4.
+    answers = _Answers({"Report": 1, "To": 7})
+    position = _Position(answers)
+    it = position.begin({"Index": 1, "Pass": 0, "From": 2}, _records(10))
+    got = [next(it)]
+    position.report()
+    got.append(next(it))
+    answers.reply = {"Report": 5, "To": 5}
+    position.report()
+    got.extend(it)
+    assert [(r.position, r.last) for r in got] == [(2, False), (3, False), (4, True)]
+    assert answers.sent == [3, 4]
+    assert not position.end()
+
+
+def test_a_cut_learned_just_after_its_record_marks_none_last():
+    # The loop yielded the record at the cut before it learned the cut: it
+    # went out unmarked, and the loop stops there.
+    answers = _Answers({"Report": 1, "To": 6})
+    position = _Position(answers)
+    it = position.begin({"Index": 1, "Pass": 0}, _records(10))
+    got = [next(it) for _ in range(6)]
+    position.report()
+    got.extend(it)
+    assert [r.position for r in got] == list(range(6))
+    assert not any(r.last for r in got)
+    assert not position.end()
+
+
+def test_a_loop_past_the_cut_stops_at_once():
+    answers = _Answers({"Report": 5, "To": 4})  # too soon, still with the task's end
+    position = _Position(answers)
+    it = position.begin({"Index": 1, "Pass": 0}, _records(10))
+    got = [next(it) for _ in range(7)]
+    position.report()
+    assert list(it) == []
+    assert [r.position for r in got] == list(range(7))
+    assert not any(r.last for r in got)  # past the cut when it learned it: none is its task's last
+    position.report()  # at the cut, which it reported past: nothing more to say
+    assert answers.sent == [7]
+    assert not position.end()
+
+
+def test_no_cut_without_a_shorter_to_or_after_the_task():
+    for reply in ({"Report": 1, "To": 0}, {"Report": 1, "To": 10}, {"Report": 1, "To": 12}):
+        position = _Position(_Answers(reply))
+        it = position.begin({"Index": 1, "Pass": 0}, _records(10))
+        next(it)
+        position.report()
+        assert [r.position for r in it] == list(range(1, 10)), reply
+    # A cut answered once the loop moved on to the next task changes nothing
+    # in that one.
+    answers = _Answers({"Report": 1, "To": 2})
+    position = _Position(answers)
+    first = position.begin({"Index": 1, "Pass": 0}, _records(10))
+    next(first)
+    nxt = []
+
+    def moved_on(task, done):  # the loop ends the task and begins the next while the report is on its way
+        list(first)
+        position.end()
+        nxt.append(position.begin({"Index": 2, "Pass": 0}, _records(10)))
+        return _Answers.task_progress(answers, task, done)
+
+    answers.task_progress = moved_on
+    position.report()
+    assert answers.sent == [1]
+    assert [r.position for r in nxt[0]] == list(range(10))
+
+
+class _StandIn(Client):
+    """A Client whose master is scripted: get_task hands out tasks in turn,
+    then AllDone; task_progress answers each task's check with answers[Index]
+    (an exception is raised); finishes are kept. Every task holds 5 records."""
+
+    def __init__(self, tasks, answers):
+        super().__init__("127.0.0.1:1", progress_interval=3600)  # never connects
+        self.tasks, self.answers = list(tasks), answers
+        self.checked, self.finished = [], []
+
+    def get_task(self):
+        if not self.tasks:
+            raise AllDone("all passes done")
+        return self.tasks.pop(0)
+
+    def task_progress(self, task, done):
+        self.checked.append((task["Index"], done))
+        answer = self.answers.get(task["Index"], {"Report": 1, "To": 0})
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def task_finished(self, task):
+        self.finished.append(task["Index"])
+        return 1
+
+
+@pytest.fixture
+def five_records(monkeypatch):
+    monkeypatch.setattr(client_module, "read_task", lambda task: _records(5))
+
+
+def _train(c):
+    got = [(r.task, r.position, r.last) for r in c.records()]
+    c.close()
+    return got
+
+
+def test_a_waited_task_is_checked_skipped_when_another_trainers_and_cut_when_cut(monkeypatch, five_records, caplog):
+    monkeypatch.setattr(client_module, "_CHECK_AFTER", 0.0)  # every task waited long enough
+    c = _StandIn([{"Index": 1, "Epoch": 1, "Pass": 0}, {"Index": 2, "Epoch": 1, "Pass": 0},
+                  {"Index": 3, "Epoch": 1, "Pass": 0, "From": 1}, {"Index": 4, "Epoch": 1, "Pass": 0}],
+                 {2: {"Report": 4, "To": 0},  # superseded: another trainer has it
+                  3: {"Report": 1, "To": 3},  # cut short while it waited
+                  4: MasterError("the master refused")})  # no answer: trained
+    with caplog.at_level(logging.INFO, logger="trainmaster"):
+        got = _train(c)
+    assert got == ([(1, p, p == 4) for p in range(5)] + [(3, p, p == 2) for p in range(1, 3)] +
+                   [(4, p, p == 4) for p in range(5)])
+    # Each checked with a report that moves nothing: at its From.
+    assert c.checked == [(1, 0), (2, 0), (3, 1), (4, 0)]
+    assert c.finished == [1, 3, 4]  # the skipped task is not reported finished
+    assert "task 2 waited and went to another trainer; dropping it" in caplog.text
+
+
+def test_done_and_stale_tasks_are_skipped_too(monkeypatch, five_records):
+    monkeypatch.setattr(client_module, "_CHECK_AFTER", 0.0)
+    c = _StandIn([{"Index": i, "Epoch": 1, "Pass": 0} for i in (1, 2, 3)],
+                 {1: {"Report": 2, "To": 0}, 2: {"Report": 3, "To": 0}, 3: {"Report": 5, "To": 2}})
+    assert _train(c) == [(3, 0, False), (3, 1, True)]
+    assert c.finished == [3]
+
+
+def test_no_check_for_a_task_that_did_not_wait_or_without_progress(monkeypatch, five_records):
+    tasks = [{"Index": 1, "Epoch": 1, "Pass": 0}, {"Index": 2, "Epoch": 1, "Pass": 0}]
+    superseded = {1: {"Report": 4, "To": 0}, 2: {"Report": 4, "To": 0}}
+    c = _StandIn(tasks, superseded)  # _CHECK_AFTER is 1 s: the tasks are yielded at once
+    assert [t for t, _, last in _train(c) if last] == [1, 2]
+    assert c.checked == [] and c.finished == [1, 2]
+    monkeypatch.setattr(client_module, "_CHECK_AFTER", 0.0)
+    c = _StandIn(tasks, superseded)
+    c.progress_interval = 0  # no progress reporting: no check either
+    assert len(_train(c)) == 10 and c.checked == []
+    c = _StandIn(tasks, superseded)
+    got = [(r.task, r.last) for r in c.records(finish_when_read=True)]
+    c.close()
+    assert len(got) == 10 and c.checked == [] and c.finished == [1, 2]

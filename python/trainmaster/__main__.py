@@ -9,6 +9,12 @@
 train prints, for each pass, the records and bytes it consumed and their
 digest, as cmd/trainer does (the digests of several trainers add up to the
 dataset's): "pass 0: 1000 records, 24000 bytes, digest 3fa2c1d09e6b7a55".
+A task counts once its last record is consumed; a task dropped before it
+(another trainer has it) does not. With --json it prints, as cmd/trainer
+-json does, a line for each task consumed, {"pass", "task", "from",
+"records", "bytes", "digest"} ("from": the position of its first record
+consumed, past 0 for a task resumed or a piece of one), then one for each
+pass, {"pass", "records", "bytes", "digest"}.
 --name is the name it gives the master, for its per-trainer figures
 (default "hostname-pid-xxxx"); --record-delay pretends to train, sleeping that
 long on every record (for demos); --progress-interval is how often it
@@ -21,7 +27,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from . import Client, Digest, EtcdResolver, recordio
 from .client import DEFAULT_PROGRESS_INTERVAL
@@ -48,7 +54,11 @@ def _train(args: argparse.Namespace) -> int:
             token = f.read().strip()
     resolver = args.addr if args.addr else EtcdResolver(args.endpoints.split(","), args.namespace)
     digests: Dict[int, Digest] = {}
-    task = Digest()
+    task = Digest()  # of the records of the current dispatch so far
+    start = 0  # the position of its first record
+    # The pass, task and next position of the records in task: a record
+    # that does not follow them begins a dispatch (as cmd/trainer finds it).
+    current: Optional[Tuple[int, int, int]] = None
     with Client(resolver, token=token, min_backoff=0.02, max_backoff=0.5, name=args.name,
                 progress_interval=args.progress_interval) as c:
         if args.dataset:
@@ -56,13 +66,19 @@ def _train(args: argparse.Namespace) -> int:
         for rec in c.records():
             if args.record_delay > 0:
                 time.sleep(args.record_delay)
+            if current != (rec.pass_, rec.task, rec.position):
+                # The first record of a dispatch. The one before ended with
+                # its last record, or was dropped (another trainer has it):
+                # its records so far are no consumption of the task.
+                task, start = Digest(), rec.position
             task.add(rec.data)
+            current = (rec.pass_, rec.task, rec.position + 1)
             if rec.last:
                 digests.setdefault(rec.pass_, Digest()).combine(task)
                 if args.json:
-                    print(json.dumps({"pass": rec.pass_, "task": rec.task, "records": task.records,
+                    print(json.dumps({"pass": rec.pass_, "task": rec.task, "from": start, "records": task.records,
                                       "bytes": task.bytes, "digest": str(task)}), flush=True)
-                task = Digest()
+                task, current = Digest(), None  # what follows, even a piece of this task, is a dispatch of its own
     for p in sorted(digests):
         d = digests[p]
         if args.json:

@@ -35,24 +35,43 @@ MAX_ERROR_BYTES = 1024
 # The most of a trainer's name the master keeps (go/wire.MaxTrainerNameBytes).
 MAX_TRAINER_NAME_BYTES = 128
 
-# Report codes (go/wire.Report) that say a task is no longer this trainer's.
+# Report codes (go/wire.Report): recorded, and too soon (nothing changed);
+# and those that say a task is no longer this trainer's.
+_RECORDED, _TOO_SOON = 1, 5
 _ALREADY_DONE, _STALE_PASS, _SUPERSEDED = 2, 3, 4
 
 # How often records() reports progress inside a task, by default
 # (go/wire.DefaultProgressInterval), in seconds.
 DEFAULT_PROGRESS_INTERVAL = 10.0
 
+# How long a task waits in the prefetch queue, in seconds, before records()
+# checks with the master that it is still this trainer's (go/client
+# checkAfter): the master may have handed a task that waited behind a
+# straggling one to an idle trainer (its -stragglers). The check is a
+# progress report that moves nothing: no write on the master, one round
+# trip per such task.
+_CHECK_AFTER = 1.0
+
 Task = Dict[str, Any]
 
 
 class Record(NamedTuple):
-    """One record, with the task and pass it came from; last is set on the
-    last record of its task."""
+    """One record, with the task and pass it came from. task is, for a
+    piece of a task (a task dict with Piece set: the master cut a
+    straggler's rest off for an idle trainer), the task it was cut from
+    (its Of). last is set on the last record of its task; for a task the
+    master cuts short while it is yielded (its progress report answered
+    with a To), on the record at the cut (position To-1) when the loop
+    learns the cut before yielding that record; a task whose cut the loop
+    learns once past it ends without one. position is the record's place
+    in its task's record order, from 0 (wire.Progress): a task handed out
+    again after a fault, or a piece, starts past 0."""
 
     data: bytes
     task: int
     pass_: int
     last: bool
+    position: int
 
 
 def _cut(raw: bytes, limit: int) -> str:
@@ -116,8 +135,10 @@ class Client:
         self._call("ReportDataset", self._dataset)
 
     def get_task(self) -> Task:
-        """Takes a task: a dict with Index, Epoch, Pass and Blocks. Raises
-        NoTask when every task of the pass is out, AllDone at the end."""
+        """Takes a task: a dict with Index, Epoch, Pass and Blocks, and
+        maybe From and To (the positions to start and stop at), Piece and Of
+        (a piece of task Of, cut off a straggler: wire.Task). Raises NoTask
+        when every task of the pass is out, AllDone at the end."""
         return self._call("GetTask", {"Trainer": self.name})
 
     def task_finished(self, task: Task) -> int:
@@ -130,11 +151,17 @@ class Client:
         failed["Error"] = cut_reason(reason)
         return self._call("TaskFailed", failed)
 
-    def task_progress(self, task: Task, done: int) -> int:
+    def task_progress(self, task: Task, done: int) -> Dict[str, int]:
         """Reports the records of task's order before position done trained
-        (wire.Progress); returns the report code."""
-        return self._call("TaskProgress", {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"],
-                                           "Trainer": self.name, "Done": done})
+        (wire.Progress); returns the master's answer (wire.ProgressReply):
+        {"Report": code, "To": n}. Report is the report code (1 recorded,
+        2 already done, 3 stale pass, 4 superseded, 5 too soon); To, when
+        above 0, is where this dispatch of task is to stop: the position
+        past the last record it is to train (the master cut the rest off as
+        a piece for an idle trainer); 0: the task's end, unchanged."""
+        reply = self._call("TaskProgress", {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"],
+                                            "Trainer": self.name, "Done": done})
+        return {"Report": reply.get("Report", 0), "To": reply.get("To") or 0}
 
     def _report(self, task: Task) -> Task:
         """What is sent back of a task: its identity, never its blocks, and
@@ -212,7 +239,15 @@ class Client:
         """Yields the records of the tasks the master hands out, each task's
         in order, until all passes are done. A task is reported finished once
         its last record was yielded and the loop asks for more; a task left
-        early is not (the master hands it out again). With finish_when_read
+        early is not (the master hands it out again). A task the master cuts
+        short while it is yielded, to hand its rest to an idle trainer (its
+        -stragglers split), stops where it was cut, its record at the cut
+        marked last if the cut was learned before it was yielded (a loop
+        already past the cut stops at once, without one), and is reported
+        finished too. A task that waited at least a second in the prefetch
+        queue is first checked with the master (when progress is reported):
+        one that went to another trainer meanwhile is skipped, and not
+        reported finished; one cut short meanwhile is cut. With finish_when_read
         a task is reported finished as soon as all of it is read, for a
         consumer that may stop asking for records until others have worked
         (a DataLoader worker, which the main process asks in turn): it must
@@ -245,6 +280,7 @@ class Client:
                         continue
                     except AllDone:
                         break
+                    fetched = time.monotonic()
                     attempt = 0
                     try:
                         records = in_training_order(task, read_task(task))
@@ -256,7 +292,7 @@ class Client:
                         self.task_finished(task)
                     while not stop.is_set():
                         try:
-                            ahead.put((task, records), timeout=0.1)
+                            ahead.put((task, records, fetched), timeout=0.1)
                             break
                         except queue.Full:
                             continue
@@ -281,7 +317,12 @@ class Client:
                     return
                 if isinstance(item, BaseException):
                     raise item
-                task, records = item
+                task, records, fetched = item
+                if reporting and time.monotonic() - fetched >= _CHECK_AFTER:
+                    checked = position.check(task)
+                    if checked is None:
+                        continue  # another trainer's now: neither trained nor reported finished
+                    task = checked
                 yield from position.begin(task, records)
                 if not position.end() and not finish_when_read:
                     finished.put(task)
@@ -314,35 +355,75 @@ class _Position:
     loop nothing per record. A record counts as trained once yielded. A
     report answered superseded, already done or stale pass says the task is
     no longer this trainer's: the iterator is run to its end, so the loop
-    stops yielding the task, which is not reported finished."""
+    stops yielding the task, which is not reported finished. A report
+    answered with a To short of the task's end says the master cut the
+    task there (its rest is a piece for an idle trainer): the list is cut
+    at To, so the iterator stops there (or at once, if it is past it), and
+    the task is reported finished as usual. The records' last flags come,
+    in C too, from an iterator over a list of its own: a cut sets the flag
+    of the record at the cut, which the loop reads only if it has not yet
+    yielded that record."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
         self._mu = threading.Lock()
         self._task: Optional[Task] = None
+        self._records: List[bytes] = []
         self._it: Any = None
+        self._lasts: List[bool] = []  # the last flags of records[start:], read by the loop in order
+        self._start = 0
         self._n = 0
         self._sent = 0
         self._dropped = False
 
     def begin(self, task: Task, records: List[bytes]) -> Iterator[Record]:
         """The records of task from its From on (an earlier dispatch trained
-        those before it)."""
+        those before it) up to its To, when set (the rest is a piece's, or
+        for a piece, the rest of its task's); records is cut to To."""
+        to = task.get("To") or 0
+        if 0 < to < len(records):
+            del records[to:]
         n = len(records)
         start = min(max(task.get("From") or 0, 0), n)
         it = iter(records)
         it.__setstate__(start)
-        with self._mu:
-            self._task, self._it, self._n, self._sent, self._dropped = task, it, n, start, False
         left = n - start
-        lasts = itertools.chain(itertools.repeat(False, left - 1), (True,)) if left else ()
-        return map(_make_record, zip(it, itertools.repeat(task["Index"], left), itertools.repeat(task["Pass"], left), lasts))
+        lasts = [False] * left
+        if left:
+            lasts[-1] = True
+        with self._mu:
+            self._task, self._records, self._it, self._n, self._sent, self._dropped = task, records, it, n, start, False
+            self._lasts, self._start = lasts, start
+        root = (task.get("Of") or 0) if task.get("Piece") else task["Index"]  # Of 0 is omitted on the wire
+        return map(_make_record, zip(it, itertools.repeat(root, left), itertools.repeat(task["Pass"], left),
+                                     iter(lasts), itertools.count(start)))
 
     def end(self) -> bool:
         """Ends the task; says whether it was dropped."""
         with self._mu:
-            self._task = None
+            self._task, self._records, self._lasts = None, [], []
             return self._dropped
+
+    def check(self, task: Task) -> Optional[Task]:
+        """Asks the master, before the loop begins task (which waited in the
+        prefetch queue long enough to have been handed to another trainer),
+        whether it is still this trainer's and where it ends, with a
+        progress report that moves nothing (go/client progress.check).
+        Returns None to skip it (it went to another trainer, or is done),
+        else the task to train: task, or a copy with the To the master
+        answered. A check that fails is no answer: the task is trained."""
+        try:
+            reply = self._client.task_progress(task, task.get("From") or 0)
+        except (MasterError, ConnectionLost) as e:
+            log.debug("trainmaster: could not check task %d, which waited; training it: %s", task["Index"], e)
+            return task
+        code, to = reply["Report"], reply["To"]
+        if code in (_ALREADY_DONE, _STALE_PASS, _SUPERSEDED):
+            log.info("trainmaster: task %d waited and went to another trainer; dropping it", task["Index"])
+            return None
+        if code in (_RECORDED, _TOO_SOON) and to > 0:
+            return {**task, "To": to}
+        return task
 
     def run(self, stop: threading.Event) -> None:
         while not stop.wait(self._client.progress_interval):
@@ -363,12 +444,31 @@ class _Position:
         except (MasterError, ConnectionLost) as e:
             log.debug("trainmaster: progress of task %d not recorded: %s", task["Index"], e)
             return
-        if reply in (_ALREADY_DONE, _STALE_PASS, _SUPERSEDED):
+        code, to = reply["Report"], reply["To"]
+        if code in (_ALREADY_DONE, _STALE_PASS, _SUPERSEDED):
             with self._mu:
                 if self._task is task:
                     self._dropped = True
                     self._it.__setstate__(self._n)
-            log.info("trainmaster: task %d is no longer this trainer's (report %d); dropping the rest of it", task["Index"], reply)
+            log.info("trainmaster: task %d is no longer this trainer's (report %d); dropping the rest of it", task["Index"], code)
+        elif code in (_RECORDED, _TOO_SOON) and to > 0:
+            with self._mu:
+                cut = self._task is task and to < self._n
+                if cut:
+                    # A list iterator stops once its index reaches the
+                    # list's length: the loop stops at to, or at once if it
+                    # is past it; the length hint, and so the position,
+                    # follow the shorter list.
+                    del self._records[to:]
+                    self._n = to
+                    # The record at the cut is its task's last now. The
+                    # loop reads each flag once, as it yields the record:
+                    # if it already yielded that one, this changes nothing.
+                    if to > self._start:
+                        self._lasts[to - 1 - self._start] = True
+            if cut:
+                log.info("trainmaster: the master cut task %d short at %d for an idle trainer; stopping there",
+                         task["Index"], to)
 
 
 def read_task(task: Task) -> List[bytes]:

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+)
+
+// TestStragglersSplitTrainsEveryRecordOnce: with -stragglers split, real
+// trainer processes, one of them ten times slower than the others: at the
+// end of the pass the idle trainers get pieces of the slow one's task and
+// the task it had read ahead, and every record of the pass is trained
+// exactly once (the -trace files of the trainers say who trained what).
+func TestStragglersSplitTrainsEveryRecordOnce(t *testing.T) {
+	pattern := writeDataset(t, 1) // 50 chunks of 20 records: 25 tasks of 40
+	srv, _ := etcdtest.Start(t)
+	endpoints := strings.Join(srv.Endpoints(), ",")
+	p := startMaster(t, "-endpoints", endpoints, "-ttl", "10", "-dataset", pattern, "-chunks-per-task", "2",
+		"-stragglers", "split", "-task-timeout-min", "5m")
+	addr := p.awaitServing(30 * time.Second)
+	traces := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i, delay := range []string{"100ms", "10ms", "10ms", "10ms"} {
+		cmd := exec.Command(trainerBinary(t), "-addr", addr, "-name", fmt.Sprintf("t%d", i), "-record-delay", delay,
+			"-progress-interval", "1s", "-trace", filepath.Join(traces, fmt.Sprint(i)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("trainer %d: %v\n%s", i, err, out)
+			}
+		}()
+		t.Cleanup(func() {
+			if cmd.Process != nil {
+				cmd.Process.Kill()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	trained := readTraces(t, traces)
+	for task := range 25 {
+		for pos := range 40 {
+			if n := trained[[3]int{0, task, pos}]; n != 1 {
+				t.Errorf("task %d record %d trained %d times", task, pos, n)
+			}
+		}
+	}
+	if len(trained) != 1000 {
+		t.Errorf("%d records trained, want the 1,000 of the pass", len(trained))
+	}
+	log := p.logText()
+	if !strings.Contains(log, "straggler split") {
+		t.Fatalf("no straggler split in the master's log:\n%s", lastLines(log, 40))
+	}
+	t.Logf("%d splits, %d backups", strings.Count(log, "straggler split"), strings.Count(log, "straggler backed up"))
+}

@@ -1,0 +1,36 @@
+package taskqueue
+
+// A GetTask whose answer is lost. A trainer's GetTask carries the finish
+// of its last task and gets the next one; when the answer is lost (the
+// connection broke, the master failed over after committing), the trainer
+// calls again with the same finish, which is already recorded. Without
+// more, that retry would get another task, or none at the end of a pass,
+// and the dispatch it never received would stay pending with a trainer
+// that is alive, connected and not training it, until its timeout.
+//
+// So each dispatch keeps, with its entry (stored, so that a new master
+// knows it too), the finish its GetTask carried (Entry.For), and a retry
+// that carries a finish already recorded gets the dispatch that answered
+// it, if that dispatch is still pending with the same trainer: the same
+// task and epoch, as if the answer had arrived. A trainer only ever sends
+// a finish again to retry, so this is never a second dispatch of a task
+// it has.
+
+// Finished names a finish report: a task's dispatch in a pass.
+type Finished struct {
+	Task, Epoch, Pass int
+}
+
+// Resend returns the pending dispatch held by trainer that answered the
+// finish f, if there is one: the answer to a GetTask that is retried.
+func (q *Queues) Resend(trainer string, f Finished) (task, epoch int, ok bool) {
+	if !tracked(trainer) || f == (Finished{}) {
+		return 0, 0, false
+	}
+	for task, answered := range q.answers {
+		if answered == f && q.holders[task] == trainer {
+			return task, q.entry(task).Epoch, true
+		}
+	}
+	return 0, 0, false
+}
