@@ -52,6 +52,16 @@ DEFAULT_PROGRESS_INTERVAL = 10.0
 # trip per such task.
 _CHECK_AFTER = 1.0
 
+# How long a call waits for its reply, in seconds, before the client asks
+# the resolver whether the master moved, and how often it asks again
+# (go/client movedCheck): a master frozen (SIGSTOP, a hung host) keeps its
+# connections open and answers nothing, and a standby serves in its place
+# after its lease (a few seconds), long before call_timeout. A call whose
+# master moved is given up on its connection, which is dropped, and
+# retried at the new address. Only a client that resolves the address
+# asks; calls take milliseconds, so almost none waits this long.
+_MOVED_CHECK = 2.0
+
 Task = Dict[str, Any]
 
 
@@ -108,13 +118,17 @@ class Client:
     Safe to use from several threads; one connection, shared.
     progress_interval is how often records() reports how far it got in a
     task (seconds; 0 or less: never), so that after a fault the task's next
-    dispatch starts there (wire.Progress)."""
+    dispatch starts there (wire.Progress). A call waits call_timeout
+    (seconds) for its reply; with a callable resolver, a call without a
+    reply for 2 s asks it whether the master moved (a frozen master answers
+    nothing), and every 2 s again, and follows it at once if so."""
 
     def __init__(self, resolver: Union[str, Callable[[], str]], *, token: Optional[str] = None,
                  tls: Optional[ssl.SSLContext] = None, server_name: Optional[str] = None, prefetch: int = 1,
                  min_backoff: float = 0.1, max_backoff: float = 5.0, call_timeout: float = 30.0,
                  name: Optional[str] = None, progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
         self._resolve = resolver if callable(resolver) else (lambda: resolver)
+        self._follows = callable(resolver)  # a fixed address cannot move: nothing to ask
         self.name = trainer_name(name)
         self._token, self._tls, self._server_name = token, tls, server_name
         self.prefetch = max(prefetch, 1)
@@ -212,6 +226,31 @@ class Client:
         if conn is not None:
             conn.close()
 
+    def _moved(self, conn: Connection) -> Optional[str]:
+        """Why a call on conn still without a reply is to be given up: the
+        client was closed, or the resolver now gives another address than
+        the one conn was dialled at (go/client moved); None to wait on, also
+        when the resolver cannot tell (a master whose lease expired has
+        unpublished its address, and its successor has not published yet)
+        and when the address is fixed (nothing to ask)."""
+        if self._closed.is_set():
+            return "client closed"
+        if not self._follows:
+            return None
+        with self._mu:
+            if self._conn is not conn:
+                return None
+        try:
+            now = self._resolve()
+        except Exception as e:  # noqa: BLE001 (no answer: keep waiting)
+            log.debug("trainmaster: no reply yet from %s, and the resolver cannot tell where the master is: %s",
+                      conn.addr, e)
+            return None
+        if now == conn.addr:
+            return None
+        log.info("trainmaster: no reply yet from %s, and the master is now at %s; calling it there", conn.addr, now)
+        return f"no reply yet, and the master is now at {now}"
+
     def _call(self, method: str, arg: Any) -> Any:
         attempt = 0
         while True:
@@ -220,7 +259,7 @@ class Client:
             conn = None
             try:
                 conn = self._connection()
-                return conn.call(method, arg)
+                return conn.call(method, arg, overdue=functools.partial(self._moved, conn), every=_MOVED_CHECK)
             except (ConnectionLost, NotServing, LookupError, ConnectionError) as e:
                 log.debug("trainmaster: %s failed (attempt %d), retrying: %s", method, attempt + 1, e)
                 self._drop(conn)
