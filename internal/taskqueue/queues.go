@@ -531,14 +531,16 @@ func (q *Queues) retry(e Entry, reason string) Entry {
 // changes nothing.
 func (q *Queues) checkReport(task, pass, epoch int) (Entry, wire.Report, error) {
 	switch {
-	case task < 0 || task >= len(q.entries):
-		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks and %d pieces in pass %d)", ErrBadReport, task, q.tasks, len(q.entries)-q.tasks, q.pass)
+	case task < 0 || task >= q.tasks+MaxPieces(q.tasks):
+		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks, and a pass at most %d pieces)", ErrBadReport, task, q.tasks, MaxPieces(q.tasks))
 	case pass < 0 || epoch < 1:
 		return Entry{}, 0, fmt.Errorf("%w: task %d: pass %d epoch %d (want pass >= 0, epoch >= 1)", ErrBadReport, task, pass, epoch)
 	case pass < q.pass:
-		return Entry{}, wire.StalePass, nil
+		return Entry{}, wire.StalePass, nil // a piece of an older pass too: its pass is over
 	case pass > q.pass:
 		return Entry{}, 0, fmt.Errorf("%w: task %d reported for pass %d, the master is in pass %d", ErrFuturePass, task, pass, q.pass)
+	case task >= len(q.entries):
+		return Entry{}, 0, fmt.Errorf("%w: piece %d does not exist (pass %d has %d pieces)", ErrBadReport, task, q.pass, len(q.entries)-q.tasks)
 	}
 	e := q.entry(task)
 	if epoch > e.Epoch {

@@ -135,6 +135,14 @@ func TestSplitStraggler(t *testing.T) {
 	if e := r.Entry(1); e.To != 0 || r.Length(e) != 100 {
 		t.Fatalf("task 1 in the next pass: %+v", e)
 	}
+	// A late report of the piece is of a pass that is over; the next
+	// pass has no piece 3 yet.
+	if rep, _, err := r.Finish(piece, 0, 1, "b", at(51)); rep != wire.StalePass || err != nil {
+		t.Fatalf("finish of the piece after its pass: %v %v", rep, err)
+	}
+	if _, _, err := r.Finish(piece, 1, 1, "b", at(51)); !errors.Is(err, ErrBadReport) || !strings.Contains(err.Error(), "piece 3 does not exist") {
+		t.Fatalf("finish of a piece not cut in this pass: %v", err)
+	}
 }
 
 // TestBackUpStraggler: a straggler that reports no progress, or any with
