@@ -25,21 +25,22 @@ import (
 )
 
 type options struct {
-	bin         string
-	dir         string
-	seed        int64
-	intensity   float64
-	records     int
-	files       int
-	passes      int
-	trainers    int
-	chunkTask   int
-	recordDelay time.Duration
-	slow        float64       // trainer 0 spends this many times recordDelay on a record
-	progress    time.Duration // the trainers' -progress-interval
-	stragglers  string        // the masters' -stragglers
-	limit       time.Duration
-	keep        bool
+	bin           string
+	dir           string
+	seed          int64
+	intensity     float64
+	records       int
+	files         int
+	passes        int
+	trainers      int
+	chunkTask     int
+	recordDelay   time.Duration
+	slow          float64       // trainer 0 spends this many times recordDelay on a record
+	progress      time.Duration // the trainers' -progress-interval
+	stragglers    string        // the masters' -stragglers
+	timeoutFactor float64       // the masters' -task-timeout-factor
+	limit         time.Duration
+	keep          bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -57,6 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.chunkTask, "chunks-per-task", 4, "chunks per task")
 	fs.DurationVar(&o.recordDelay, "record-delay", time.Millisecond, "time each trainer spends on a record: sets how long the run lasts")
 	fs.Float64Var(&o.slow, "slow", 10, "trainer 0 is this many times slower than the others (1: none)")
+	fs.Float64Var(&o.timeoutFactor, "task-timeout-factor", 3, "the masters' -task-timeout-factor: raise it (to 20, say) so that the slow trainer's tasks are relieved by -stragglers rather than time out")
 	fs.StringVar(&o.stragglers, "stragglers", "split", "the masters' -stragglers: what an idle trainer gets at the end of a pass (off, split or backup)")
 	fs.DurationVar(&o.progress, "progress-interval", time.Second, "the trainers report progress inside a task this often (negative: never)")
 	fs.DurationVar(&o.limit, "limit", 15*time.Minute, "fail if training has not finished by then")

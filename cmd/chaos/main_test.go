@@ -24,7 +24,7 @@ func TestChaos(t *testing.T) {
 	}
 	o := options{bin: bin, dir: t.TempDir(), seed: 1, intensity: 1.5, records: 100000, files: 10, passes: 3,
 		// Runs here take about 2 minutes; the limit is for a stall, not a slow machine.
-		trainers: 8, chunkTask: 4, recordDelay: time.Millisecond, slow: 10, progress: time.Second, stragglers: "split", limit: 12 * time.Minute}
+		trainers: 8, chunkTask: 4, recordDelay: time.Millisecond, slow: 10, progress: time.Second, stragglers: "split", timeoutFactor: 3, limit: 12 * time.Minute}
 	var out bytes.Buffer
 	r, err := run(context.Background(), o, &out)
 	if r != nil {

@@ -181,7 +181,8 @@ func (c *cluster) startMaster(name string) error {
 	}
 	args := []string{"-endpoints", "http://" + px.addr(), "-addr", "127.0.0.1:0", "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
-		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug", "-stragglers", c.o.stragglers}
+		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug", "-stragglers", c.o.stragglers,
+		"-task-timeout-factor", strconv.FormatFloat(c.o.timeoutFactor, 'g', -1, 64)}
 	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
 		if m := servingRE.FindStringSubmatch(line); m != nil {
 			c.mu.Lock()
