@@ -48,6 +48,9 @@ func (tb *taskBuf) release() {
 
 // read reads the blocks of t into tb, keeping a file open from one block to
 // the next (a task's blocks are consecutive chunks, mostly of one file).
+// A task trained in file order skips the blocks wholly outside its From
+// and To (a task resumed, a piece of one): their records are left nil,
+// never yielded.
 func (tb *taskBuf) read(ctx context.Context, t wire.Task) error {
 	var f taskFile
 	defer f.close()
@@ -56,14 +59,17 @@ func (tb *taskBuf) read(ctx context.Context, t wire.Task) error {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
+		if pos := len(tb.records); t.Seed == 0 && b.NumRecords > 0 && (pos+b.NumRecords <= t.From || t.To > 0 && pos >= t.To) {
+			tb.records = append(tb.records, make([][]byte, b.NumRecords)...)
+			continue
+		}
 		if err := f.open(b.Path); err != nil {
 			return fmt.Errorf("task %d block %d: %w", t.Index, i, err)
 		}
-		if i == len(tb.readers) {
-			tb.readers = append(tb.readers, recordio.NewReader(f.f, f.size, b.Path))
-		} else {
-			tb.readers[i].Reset(f.f, f.size, b.Path)
+		for len(tb.readers) <= i { // blocks skipped before it have none yet
+			tb.readers = append(tb.readers, recordio.NewReader(nil, 0, ""))
 		}
+		tb.readers[i].Reset(f.f, f.size, b.Path)
 		recs, _, err := tb.readers[i].ReadChunk(b.Idx, b.Offset)
 		if err == nil && b.NumRecords != 0 && b.NumRecords != len(recs) {
 			// Zero means the master did not say; otherwise the file changed
