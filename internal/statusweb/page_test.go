@@ -209,6 +209,14 @@ func TestPage(t *testing.T) {
 			absent("#pass-progress", "#queues"),
 		},
 	}, {
+		name: "pieces cut from stragglers",
+		status: func() monitor.Status {
+			st := leaderStatus()
+			st.Job.Pieces, st.Job.Pending = 2, 8
+			return st
+		}(),
+		checks: []check{hasText("#queues", "52 + 2 pieces cut from stragglers", "Pending8")},
+	}, {
 		name: "all done",
 		status: func() monitor.Status {
 			st := leaderStatus()
