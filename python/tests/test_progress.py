@@ -8,9 +8,9 @@ import time
 import pytest
 
 from conftest import write_dataset
-from trainmaster import AllDone, Client, MasterError, Record
+from trainmaster import AllDone, Client, MasterError, Record, recordio
 from trainmaster import client as client_module
-from trainmaster.client import _Position
+from trainmaster.client import _Position, read_task
 
 
 def test_stopped_loop_reports_progress_and_next_dispatch_resumes(tmp_path, master):
@@ -46,6 +46,48 @@ def test_progress_reports_are_recorded_and_throttled(tmp_path, master):
     assert c.task_progress(task, 20) == {"Report": 1, "To": 0}  # a second one close to it is too
     assert c.task_progress(task, 30) == {"Report": 5, "To": 0}  # a third is too soon
     c.close()
+
+
+def _task_over_chunks(tmp_path, read, **fields):
+    """A task over the chunks of a file of 100 records written by
+    cmd/recordio, whose blocks but those in read name a file that does not
+    exist; the file's records, and where each chunk starts."""
+    path = write_dataset(tmp_path / "data", 1, 100).replace("*", "00")
+    headers = recordio.index(path)
+    assert len(headers) >= 5, headers
+    starts = [sum(h.records for h in headers[:i]) for i in range(len(headers))]
+    blocks = [{"Path": path if i in read else path + ".gone", "Idx": h.index, "Offset": h.offset,
+               "NumRecords": h.records} for i, h in enumerate(headers)]
+    task = {"Index": 3, "Epoch": 1, "Pass": 0, "Blocks": blocks, **fields}
+    return task, list(recordio.scan(path)), starts
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["from-to-inside-chunks", "from-to-on-chunk-bounds"])
+def test_a_task_in_file_order_reads_only_the_blocks_its_range_reaches(tmp_path, inside):
+    # As go/client TestReadSkipsBlocksOutsideTheRange: chunks 2 and 3 hold
+    # the task's range; the others are never opened.
+    task, want, starts = _task_over_chunks(tmp_path, {2, 3})
+    task["From"], task["To"] = (starts[2] + 2, starts[3] + 1) if inside else (starts[2], starts[4])
+    records = read_task(task)
+    assert len(records) == len(want)  # every position of the task, placeholders outside the range
+    assert records[starts[2]:starts[4]] == want[starts[2]:starts[4]]
+    position = _Position(_Answers({"Report": 1, "To": 0}))
+    got = list(position.begin(task, records))
+    assert [(r.data, r.position) for r in got] == [(want[i], i) for i in range(task["From"], task["To"])]
+    assert got[-1].last and not any(r.last for r in got[:-1])
+    position.end()
+    # A shuffled task reads every block (its positions are not the file's),
+    # and so does one without a range.
+    with pytest.raises(OSError):
+        read_task({**task, "Seed": 7})
+    with pytest.raises(OSError):
+        read_task({**task, "From": 0, "To": 0})
+
+
+def test_a_task_in_file_order_without_a_range_is_read_whole(tmp_path):
+    task, want, starts = _task_over_chunks(tmp_path, set(range(100)))
+    assert read_task(task) == want
+    assert read_task({**task, "From": starts[1], "To": starts[2]})[starts[1]:starts[2]] == want[starts[1]:starts[2]]
 
 
 class _Answers:

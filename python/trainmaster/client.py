@@ -511,11 +511,22 @@ class _Position:
 
 
 def read_task(task: Task) -> List[bytes]:
-    """Reads every record of a task's blocks, checking each block holds the
+    """Reads the records of a task's blocks, checking each block holds the
     records the master says: a task is yielded only once all of it read
-    cleanly."""
+    cleanly. A task trained in file order (no Seed) skips the blocks wholly
+    outside its From and To (a task resumed, a piece of one), as go/client
+    does: their positions hold b"" placeholders, which the records() loop
+    never yields (it starts at From and cuts at To). A task without From
+    and To, or a shuffled one (its positions are not the file's), is read
+    whole."""
     records: List[bytes] = []
+    in_file_order = not task.get("Seed")
+    start, to = task.get("From") or 0, task.get("To") or 0
     for block in task.get("Blocks") or []:
+        n, pos = block.get("NumRecords") or 0, len(records)
+        if in_file_order and n > 0 and (pos + n <= start or 0 < to <= pos):
+            records.extend(itertools.repeat(b"", n))
+            continue
         chunk = recordio.read_chunk(block["Path"], block["Offset"], block["Idx"])
         if len(chunk) != block["NumRecords"]:
             raise recordio.RecordIOError(
