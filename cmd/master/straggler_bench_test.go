@@ -76,23 +76,12 @@ func passTime(b *testing.B, pattern string, slow float64, stragglers string) (ti
 	trainer := trainerBinary(b)
 	traces := b.TempDir()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
-		d := delay
-		if i == 0 {
-			d = time.Duration(float64(delay) * slow)
-		}
-		cmd := exec.Command(trainer, "-endpoints", endpoints, "-name", fmt.Sprintf("bench-%d", i), "-record-delay", d.String(),
-			"-progress-interval", "1s", "-trace", filepath.Join(traces, fmt.Sprint(i)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("trainer %d: %v\n%s", i, err, out)
-			}
-		}()
+	delays := make([]time.Duration, 8)
+	for i := range delays {
+		delays[i] = delay
 	}
+	delays[0] = time.Duration(float64(delay) * slow)
+	wait := startTrainers(b, trainer, traces, delays, "-endpoints", endpoints)
 	var took time.Duration
 	for {
 		var st wire.Status
@@ -106,11 +95,7 @@ func passTime(b *testing.B, pattern string, slow float64, stragglers string) (ti
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	wait()
 	trained := readTraces(b, traces)
 	twice := 0
 	for _, n := range trained {
@@ -120,6 +105,42 @@ func passTime(b *testing.B, pattern string, slow float64, stragglers string) (ti
 		b.Fatalf("%d records trained, want the 2,000 of the pass", len(trained))
 	}
 	return took, twice
+}
+
+// startTrainers starts a cmd/trainer process per delay, named t0, t1 ...,
+// spending its delay on every record, reporting progress every second and
+// tracing what it trains to a file of dir named by its number; more are
+// flags for all of them (how to find the master). It returns a function
+// that waits for them all, failing t if one failed.
+func startTrainers(t testing.TB, trainer, dir string, delays []time.Duration, more ...string) (wait func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(delays))
+	for i, delay := range delays {
+		args := append([]string{"-name", fmt.Sprintf("t%d", i), "-record-delay", delay.String(), "-progress-interval", "1s",
+			"-trace", filepath.Join(dir, fmt.Sprint(i))}, more...)
+		cmd := exec.Command(trainer, args...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs <- fmt.Errorf("trainer %d: %v\n%s", i, err, out)
+			}
+		}()
+		t.Cleanup(func() {
+			if cmd.Process != nil {
+				cmd.Process.Kill()
+			}
+		})
+	}
+	return func() {
+		t.Helper()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
 }
 
 // freeAddr returns a loopback address with a port free now.

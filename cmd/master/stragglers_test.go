@@ -1,11 +1,7 @@
 package main
 
 import (
-	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,29 +21,8 @@ func TestStragglersSplitTrainsEveryRecordOnce(t *testing.T) {
 		"-stragglers", "split", "-task-timeout-min", "5m")
 	addr := p.awaitServing(30 * time.Second)
 	traces := t.TempDir()
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for i, delay := range []string{"100ms", "10ms", "10ms", "10ms"} {
-		cmd := exec.Command(trainerBinary(t), "-addr", addr, "-name", fmt.Sprintf("t%d", i), "-record-delay", delay,
-			"-progress-interval", "1s", "-trace", filepath.Join(traces, fmt.Sprint(i)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("trainer %d: %v\n%s", i, err, out)
-			}
-		}()
-		t.Cleanup(func() {
-			if cmd.Process != nil {
-				cmd.Process.Kill()
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	const fast, slow = 10 * time.Millisecond, 100 * time.Millisecond
+	startTrainers(t, trainerBinary(t), traces, []time.Duration{slow, fast, fast, fast}, "-addr", addr)()
 	trained := readTraces(t, traces)
 	for task := range 25 {
 		for pos := range 40 {

@@ -18,11 +18,12 @@ type oldTask struct {
 }
 
 // TestTrainerThatKnowsNoneOfIt: a trainer that sends no name, no progress
-// and reads no From trains every task of every pass, fails one and gets it
-// back, as before those existed.
+// and reads no From, To or Piece trains every task of every pass, fails one
+// and gets it back, as before those existed, from a master relieving
+// stragglers (an unnamed trainer is never given a piece or a backup).
 func TestTrainerThatKnowsNoneOfIt(t *testing.T) {
 	pattern := writeDataset(t, t.TempDir(), 1, 6)
-	s, _ := newService(t, Config{ChunksPerTask: 1, Queue: taskqueue.Config{Passes: 2}})
+	s, _ := newService(t, Config{ChunksPerTask: 1, Queue: taskqueue.Config{Passes: 2, Stragglers: taskqueue.StragglersSplit}})
 	p := startPort(t, s, ServerConfig{})
 	rc, err := rpc.Dial("tcp", p.addr)
 	if err != nil {
