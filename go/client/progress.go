@@ -46,15 +46,22 @@ func (p *progress) on() bool { return p.c.cfg.ProgressInterval > 0 }
 // nothing: no write on the master, one round trip per such task.
 const checkAfter = time.Second
 
+// checkWait bounds the check: a master that cannot answer in time (a
+// failover, an outage) does not stop the training of a task read ahead.
+const checkWait = 2 * time.Second
+
 // check asks the master, before the loop starts l, whether l is still
 // this trainer's and where it ends, if progress is on and l waited long
 // enough to have been handed to another trainer; it reports whether to
-// train it. A check that fails is no answer: the task is trained.
+// train it. A check that fails, or gets no answer within checkWait, is no
+// answer: the task is trained.
 func (p *progress) check(ctx context.Context, l *loaded) bool {
 	if !p.on() || time.Since(l.fetched) < checkAfter {
 		return true
 	}
 	t := l.task
+	ctx, cancel := context.WithTimeout(ctx, checkWait)
+	defer cancel()
 	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Done: t.From})
 	log := p.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass)
 	switch {

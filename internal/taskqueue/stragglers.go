@@ -1,6 +1,7 @@
 package taskqueue
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -243,22 +244,9 @@ func (q *Queues) stragglers(now time.Time, trainer string) []straggler {
 		}
 	}
 	slices.SortFunc(out, func(a, b straggler) int {
-		if a.overdue != b.overdue {
-			return -cmpFloat(a.overdue, b.overdue)
-		}
-		return a.task - b.task
+		return cmp.Or(cmp.Compare(b.overdue, a.overdue), cmp.Compare(a.task, b.task))
 	})
 	return out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // cutAt returns where to cut the rest of a dispatch that reported

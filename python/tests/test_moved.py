@@ -16,7 +16,7 @@ from typing import List
 import pytest
 
 from conftest import SERVING, write_dataset
-from trainmaster import Client, EtcdResolver, client
+from trainmaster import Client, ConnectionLost, EtcdResolver, client
 
 
 def test_a_call_follows_a_leader_frozen_by_sigstop(tmp_path, etcd, master, caplog):
@@ -146,13 +146,27 @@ def test_a_fixed_address_is_never_resolved_again(monkeypatch, masters):
         checks: List[str] = []
         moved = c._moved
 
-        def counted(conn):
+        def counted(conn, give_up=None):
             checks.append(conn.addr)
             if len(checks) == 3:
                 slow.release.set()
-            return moved(conn)
+            return moved(conn, give_up)
 
         monkeypatch.setattr(c, "_moved", counted)
         slow.release.clear()
         assert c.status() == "slow"
         assert checks == [slow.addr] * 3 and resolved == [] and slow.connections == 1
+
+
+def test_a_call_within_a_time_gives_up_on_a_frozen_master(monkeypatch, masters):
+    # The check of a task that waited in the prefetch queue is such a call:
+    # a master that cannot answer in time does not stop the training.
+    monkeypatch.setattr(client, "_MOVED_CHECK", 0.05)
+    frozen = masters("frozen")
+    with Client(frozen.addr, call_timeout=30, min_backoff=0.01, max_backoff=0.05) as c:
+        assert c.status() == "frozen"
+        frozen.frozen = True
+        start = time.monotonic()
+        with pytest.raises(ConnectionLost):
+            c.task_progress({"Index": 1, "Epoch": 1, "Pass": 0}, 0, within=0.3)
+        assert time.monotonic() - start < 5, "the call waited past its time"

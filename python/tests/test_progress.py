@@ -99,7 +99,7 @@ class _Answers:
     def __init__(self, reply):
         self.reply, self.sent = reply, []
 
-    def task_progress(self, task, done):
+    def task_progress(self, task, done, within=None):
         self.sent.append(done)
         return self.reply
 
@@ -228,7 +228,7 @@ class _StandIn(Client):
             raise AllDone("all passes done")
         return self.tasks.pop(0)
 
-    def task_progress(self, task, done):
+    def task_progress(self, task, done, within=None):
         self.checked.append((task["Index"], done))
         answer = self.answers.get(task["Index"], {"Report": 1, "To": 0})
         if isinstance(answer, BaseException):

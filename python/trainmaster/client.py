@@ -52,6 +52,11 @@ DEFAULT_PROGRESS_INTERVAL = 10.0
 # trip per such task.
 _CHECK_AFTER = 1.0
 
+# How long the check of a task that waited waits for the master's answer,
+# in seconds (go/client checkWait): a master that cannot answer in time (a
+# failover, an outage) does not stop the training of a task read ahead.
+_CHECK_WAIT = 2.0
+
 # How long a call waits for its reply, in seconds, before the client asks
 # the resolver whether the master moved, and how often it asks again
 # (go/client movedCheck): a master frozen (SIGSTOP, a hung host) keeps its
@@ -165,16 +170,18 @@ class Client:
         failed["Error"] = cut_reason(reason)
         return self._call("TaskFailed", failed)
 
-    def task_progress(self, task: Task, done: int) -> Dict[str, int]:
+    def task_progress(self, task: Task, done: int, *, within: Optional[float] = None) -> Dict[str, int]:
         """Reports the records of task's order before position done trained
         (wire.Progress); returns the master's answer (wire.ProgressReply):
         {"Report": code, "To": n}. Report is the report code (1 recorded,
         2 already done, 3 stale pass, 4 superseded, 5 too soon); To, when
         above 0, is where this dispatch of task is to stop: the position
         past the last record it is to train (the master cut the rest off as
-        a piece for an idle trainer); 0: the task's end, unchanged."""
+        a piece for an idle trainer); 0: the task's end, unchanged. With
+        within, the call gives up (ConnectionLost) after that many seconds
+        without an answer instead of retrying until the master answers."""
         reply = self._call("TaskProgress", {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"],
-                                            "Trainer": self.name, "Done": done})
+                                            "Trainer": self.name, "Done": done}, within=within)
         return {"Report": reply.get("Report", 0), "To": reply.get("To") or 0}
 
     def _report(self, task: Task) -> Task:
@@ -226,15 +233,18 @@ class Client:
         if conn is not None:
             conn.close()
 
-    def _moved(self, conn: Connection) -> Optional[str]:
+    def _moved(self, conn: Connection, give_up: Optional[float] = None) -> Optional[str]:
         """Why a call on conn still without a reply is to be given up: the
-        client was closed, or the resolver now gives another address than
+        client was closed, the call's time (give_up, a monotonic instant)
+        is over, or the resolver now gives another address than
         the one conn was dialled at (go/client moved); None to wait on, also
         when the resolver cannot tell (a master whose lease expired has
         unpublished its address, and its successor has not published yet)
         and when the address is fixed (nothing to ask)."""
         if self._closed.is_set():
             return "client closed"
+        if give_up is not None and time.monotonic() >= give_up:
+            return "no answer in time"
         if not self._follows:
             return None
         with self._mu:
@@ -251,15 +261,19 @@ class Client:
         log.info("trainmaster: no reply yet from %s, and the master is now at %s; calling it there", conn.addr, now)
         return f"no reply yet, and the master is now at {now}"
 
-    def _call(self, method: str, arg: Any) -> Any:
+    def _call(self, method: str, arg: Any, *, within: Optional[float] = None) -> Any:
+        give_up = None if within is None else time.monotonic() + within
         attempt = 0
         while True:
             if self._closed.is_set():
                 raise ConnectionLost("client closed")
+            if give_up is not None and time.monotonic() >= give_up:
+                raise ConnectionLost(f"{method}: no answer within {within} s")
             conn = None
             try:
                 conn = self._connection()
-                return conn.call(method, arg, overdue=functools.partial(self._moved, conn), every=_MOVED_CHECK)
+                return conn.call(method, arg, overdue=functools.partial(self._moved, conn, give_up),
+                                 every=_MOVED_CHECK if within is None else min(_MOVED_CHECK, within))
             except (ConnectionLost, NotServing, LookupError, ConnectionError) as e:
                 log.debug("trainmaster: %s failed (attempt %d), retrying: %s", method, attempt + 1, e)
                 self._drop(conn)
@@ -450,9 +464,10 @@ class _Position:
         progress report that moves nothing (go/client progress.check).
         Returns None to skip it (it went to another trainer, or is done),
         else the task to train: task, or a copy with the To the master
-        answered. A check that fails is no answer: the task is trained."""
+        answered. A check that fails, or gets no answer within _CHECK_WAIT
+        seconds, is no answer: the task is trained."""
         try:
-            reply = self._client.task_progress(task, task.get("From") or 0)
+            reply = self._client.task_progress(task, task.get("From") or 0, within=_CHECK_WAIT)
         except (MasterError, ConnectionLost) as e:
             log.debug("trainmaster: could not check task %d, which waited; training it: %s", task["Index"], e)
             return task
