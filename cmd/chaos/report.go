@@ -44,8 +44,9 @@ type report struct {
 	faultedBy map[[2]int]string // {pass, task} -> the kind of the last fault that affected it
 
 	lost, wrong, duplicates, dupRecords, doneTwice, doneNever int
-	pieces                                                    int // pieces cut from stragglers (-stragglers), from etcd
-	splits, backups                                           int // stragglers relieved, from the masters' logs
+	killed                                                    map[string]bool // trainers killed with kill -9, by name
+	pieces                                                    int             // pieces cut from stragglers (-stragglers), from etcd
+	splits, backups                                           int             // stragglers relieved, from the masters' logs
 	passBack                                                  bool
 	records                                                   int64
 	twice                                                     map[string]int64 // records trained twice, by the fault that affected their task
@@ -89,7 +90,7 @@ type taskLine struct {
 }
 
 func newReport() *report {
-	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{}, written: map[[2]int]bool{},
+	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{}, written: map[[2]int]bool{}, killed: map[string]bool{},
 		watched: map[int]affected{}, backTodo: map[string][]time.Duration{}, stayed: map[string]int{},
 		faultedBy: map[[2]int]string{}, twice: map[string]int64{}}
 }
@@ -110,6 +111,13 @@ func (r *report) note(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.notes = append(r.notes, s)
+}
+
+// trainerKilled notes that the trainer of that name was killed.
+func (r *report) trainerKilled(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.killed[name] = true
 }
 
 func (r *report) count(n *int) {
@@ -184,19 +192,22 @@ func (r *report) left(task int, e storedEntry, now time.Time) {
 	delete(r.watched, task)
 }
 
-// traces counts how many times each record of each task was trained in
-// each pass, from the trainers' -trace files: {pass, task} -> count by
-// position.
-func readTraces(dir string) (map[[2]int][]int, error) {
+// readTraces counts how many times each record of each task was trained
+// in each pass, from the trainers' -trace files: {pass, task} -> count by
+// position; and marks the records a trainer in killed trained:
+// {pass, task} -> by position.
+func readTraces(dir string, killed map[string]bool) (map[[2]int][]int, map[[2]int][]bool, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "trace-*"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	counts := map[[2]int][]int{}
+	byKilled := map[[2]int][]bool{}
 	for _, path := range paths {
+		wasKilled := killed[strings.TrimPrefix(filepath.Base(path), "trace-")]
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lines := bufio.NewScanner(f)
 		for lines.Scan() {
@@ -210,13 +221,21 @@ func readTraces(dir string) (map[[2]int][]int, error) {
 			}
 			c[pos]++
 			counts[[2]int{pass, task}] = c
+			if wasKilled {
+				k := byKilled[[2]int{pass, task}]
+				for len(k) <= pos {
+					k = append(k, false)
+				}
+				k[pos] = true
+				byKilled[[2]int{pass, task}] = k
+			}
 		}
 		f.Close()
 		if err := lines.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return counts, nil
+	return counts, byKilled, nil
 }
 
 // verify compares what was consumed and committed with the dataset.
@@ -225,12 +244,12 @@ func (r *report) verify(pattern string, o options) error {
 	if err != nil {
 		return err
 	}
-	traces, err := readTraces(o.dir)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	traces, byKilled, err := readTraces(o.dir, r.killed)
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for task := range ds.NumTasks() {
 		var refs []recordio.ChunkRef
 		for _, b := range ds.Blocks(task) {
@@ -247,6 +266,10 @@ func (r *report) verify(pattern string, o options) error {
 				switch times := at(trained, pos); {
 				case times == 0:
 					r.lost++
+				case times > 1 && at(byKilled[[2]int{pass, task}], pos):
+					// A killed trainer trained one of its copies: its
+					// kill, not a later fault of the task, made it twice.
+					r.twice["kill -9 trainer"] += int64(times - 1)
 				case times > 1:
 					r.twice[r.kindOf(pass, task)] += int64(times - 1)
 				}
@@ -316,11 +339,13 @@ func (r *report) kindOf(pass, task int) string {
 	return "none (timeouts of the slow trainer, lost finishes)"
 }
 
-func at(counts []int, pos int) int {
-	if pos < len(counts) {
-		return counts[pos]
+// at returns s[pos], or the zero value past the end of s.
+func at[T any](s []T, pos int) T {
+	var zero T
+	if pos < len(s) {
+		return s[pos]
 	}
-	return 0
+	return zero
 }
 
 // verdict fails the run if a promise was broken.

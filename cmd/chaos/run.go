@@ -380,6 +380,7 @@ func (c *cluster) killTrainer(ctx context.Context, rng *rand.Rand) error {
 		return nil
 	}
 	c.trainers[i].Kill()
+	c.rep.trainerKilled(c.names[i])
 	c.watchHeld(ctx, "kill -9 trainer", c.names[i])
 	c.rep.fault("kill -9 trainer")
 	return c.startTrainer(i, false)
