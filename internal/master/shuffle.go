@@ -15,14 +15,10 @@ import (
 // whatever its own seed.
 
 // queueConfig returns the queues' configuration for ds, ordered by its
-// stored seed, with restored tasks given their holders' grace.
+// stored seed.
 func (s *Service) queueConfig(ds *dataset.Dataset) taskqueue.Config {
 	cfg := s.cfg.Queue
 	cfg.Seed = ds.ShuffleSeed
-	if s.cfg.TrainerGrace > 0 {
-		// A restored task does not time out before its holder's grace ends.
-		cfg.RestoredMin = max(cfg.RestoredMin, restoredGrace*s.cfg.TrainerGrace)
-	}
 	return cfg
 }
 

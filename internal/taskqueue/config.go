@@ -37,12 +37,6 @@ type Config struct {
 	// task order, the files' order; any other value in an order drawn
 	// from (Seed, pass). The master sets it from the dataset's stored seed.
 	Seed uint64
-	// RestoredMin is how long, at least, a pending task restored from the
-	// store has from the restore before it times out (its stored deadline
-	// applies if later): its trainer may have been cut off during the
-	// failover. At least TimeoutMin, the default; the master gives it as
-	// long as it gives the restored holders to call it (2 × -trainer-grace).
-	RestoredMin time.Duration
 	// Stragglers says what Dispatch does for a trainer that finds Todo
 	// empty while a dispatch runs far past its expected time
 	// (stragglers.go): nothing (StragglersOff, the default), split the
@@ -73,7 +67,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.TimeoutMin == 0 {
 		c.TimeoutMin = min(DefaultTimeoutMin, c.Timeout)
 	}
-	c.RestoredMin = max(c.RestoredMin, c.TimeoutMin)
 	if c.Factor == 0 {
 		c.Factor = DefaultFactor
 	}

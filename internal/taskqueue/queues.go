@@ -162,12 +162,12 @@ func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error
 // done. Every entry of the current pass is checked (CheckRecord) and the
 // first bad one, or the first error stored yields, is returned.
 //
-// Pending tasks keep their stored deadline, but at least Config.RestoredMin
+// Pending tasks keep their stored deadline, but at least Config.TimeoutMin
 // from now: their trainers may have been cut off from the master while it
-// changed, and deserve the time to report; a deadline passed meanwhile
-// must not hold the pass for a whole initial timeout either (the last task
-// of a pass, held by a trainer that died in the failover, would wait for
-// it while failovers keep resetting its trainer's grace). Their dispatch
+// changed, and deserve the time to report. No more: every restore starts
+// that time again, so a longer one (a whole initial timeout, or the
+// holders' grace) would hold the last task of a pass, held by a trainer
+// that died, for as long as failovers keep coming faster than it. Their dispatch
 // time becomes the restore's. The moving average starts empty, so a new
 // dispatch's timeout is Config.Timeout until MinSamples dispatches have
 // finished; the finishes of restored tasks are not samples of it: their
@@ -228,7 +228,7 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	}
 	q.grow(r.Index)
 	if r.Queue == Pending {
-		r.Dispatched, r.Deadline = now, later(r.Deadline, now.Add(q.cfg.RestoredMin))
+		r.Dispatched, r.Deadline = now, later(r.Deadline, now.Add(q.cfg.TimeoutMin))
 	}
 	r.Error = wire.CutReason(r.Error)
 	q.set(r.Index, r.Entry)

@@ -383,13 +383,6 @@ func TestRestore(t *testing.T) {
 	if d, ok := r.NextDeadline(); !ok || !d.Equal(later.Add(time.Second)) {
 		t.Fatalf("restored deadline %v %v, want its stored one, passed, put off to the minimum timeout from the restore", d, ok)
 	}
-	withGrace := cfg
-	withGrace.RestoredMin = 30 * time.Second // the master's: twice its trainers' grace
-	if r, err := Restore(withGrace, 5, tenRecords, pass, Stored(records), later); err != nil {
-		t.Fatal(err)
-	} else if d, _ := r.NextDeadline(); !d.Equal(later.Add(30 * time.Second)) {
-		t.Fatalf("restored with RestoredMin 30s: deadline %v, want %v", d, later.Add(30*time.Second))
-	}
 	for i := range records {
 		if records[i].Queue == Pending {
 			records[i].Deadline = t0.Add(time.Minute)
