@@ -21,9 +21,11 @@ from trainmaster import Client, ConnectionLost, EtcdResolver, client
 
 def test_a_call_follows_a_leader_frozen_by_sigstop(tmp_path, etcd, master, caplog):
     caplog.set_level(logging.INFO, logger="trainmaster")
-    pattern = write_dataset(tmp_path / "data", 1, 100)
-    leader, addr = master("-passes", "1")  # -ttl 2: the standby leads 2 s after the leader froze
-    standby, _ = master("-passes", "1", wait=False)
+    # Several tasks: the leader may commit the dispatch of one just before it
+    # stops, and the call, moved to the standby, then gets another.
+    pattern = write_dataset(tmp_path / "data", 2, 100)
+    leader, addr = master("-passes", "1", "-chunks-per-task", "1")  # -ttl 2: the standby leads 2 s after the leader froze
+    standby, _ = master("-passes", "1", "-chunks-per-task", "1", wait=False)
     standby.wait_for(r"standing by")
     with Client(EtcdResolver([etcd]), call_timeout=30, min_backoff=0.05, max_backoff=0.5) as c:
         c.report_dataset([pattern])
