@@ -2,11 +2,10 @@ package client
 
 import (
 	"context"
-	"io"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/trainmaster/master/go/client/clienttest"
 	"github.com/trainmaster/master/go/wire"
 )
 
@@ -15,24 +14,8 @@ import (
 // a failover or an outage does not stop the training of what was read
 // ahead.
 func TestCheckGivesUpOnAFrozenMaster(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	go func() {
-		for {
-			conn, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				io.Copy(io.Discard, conn) // reads every call, answers none
-			}()
-		}
-	}()
-	c := New(ResolverFunc(func(context.Context) (string, error) { return lis.Addr().String(), nil }),
+	frozen := clienttest.FrozenMaster(t)
+	c := New(ResolverFunc(func(context.Context) (string, error) { return frozen, nil }),
 		Config{Name: "t", ProgressInterval: time.Second, CallTimeout: time.Minute})
 	defer c.Close()
 	p := newProgress(c)

@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"context"
-	"io"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,36 +11,12 @@ import (
 	"github.com/trainmaster/master/go/wire"
 )
 
-// frozenMaster accepts connections and never answers, as a master stopped
-// with SIGSTOP does: its connections stay open.
-func frozenMaster(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lis.Close() })
-	go func() {
-		for {
-			conn, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				io.Copy(io.Discard, conn)
-			}()
-		}
-	}()
-	return lis.Addr().String()
-}
-
 // TestCallFollowsAMovedMaster: a call waiting on a frozen master gives up
 // as soon as the Resolver names another master, and is answered there,
 // instead of waiting for CallTimeout.
 func TestCallFollowsAMovedMaster(t *testing.T) {
 	h := setup(t, clienttest.Options{}, small, fast)
-	frozen := frozenMaster(t)
+	frozen := clienttest.FrozenMaster(t)
 	var resolves atomic.Int64
 	cfg := fast
 	cfg.CallTimeout = time.Minute

@@ -398,7 +398,7 @@ func (s *Service) dispatch(trainer string, f taskqueue.Finished) (wire.Task, tas
 		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
 	reply := s.taskReply(task, epoch)
 	ev := s.event(taskqueue.Record{Index: task, Entry: e}, now)
-	relief := s.reliefLog(ch.Relief, reply)
+	relief := s.reliefLog(ch.Relief, reply, trainer)
 	return reply, ch, func() {
 		s.cfg.Log.WithFields(fields).Debug("task dispatched")
 		s.cfg.Observer.Dispatched(trainer, ev)
@@ -419,12 +419,11 @@ func (s *Service) taskReply(task, epoch int) wire.Task {
 }
 
 // reliefLog returns what to log, and tell the Observer, once the dispatch
-// of reply that relieved a straggler (r; nil: none) is durable.
-func (s *Service) reliefLog(r *taskqueue.Relief, reply wire.Task) func() {
+// of reply to trainer that relieved a straggler (r; nil: none) is durable.
+func (s *Service) reliefLog(r *taskqueue.Relief, reply wire.Task, trainer string) func() {
 	if r == nil {
 		return func() {}
 	}
-	trainer := s.q.Entry(reply.Index).Trainer
 	fields := logrus.Fields{"task": r.Task, "epoch": r.Epoch, "pass": reply.Pass, "holder": r.Holder,
 		"overdue": fmt.Sprintf("%.1fx", r.Overdue), "trainer": trainer}
 	if r.Kind == taskqueue.StragglersSplit {
