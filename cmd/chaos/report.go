@@ -69,7 +69,7 @@ type storedEntry struct {
 // taskOf is the task of an entry's key.
 func taskOf(key string) int {
 	var task int
-	fmt.Sscanf(strings.TrimPrefix(key, "/task_queues/tasks/"), "%d", &task)
+	fmt.Sscanf(strings.TrimPrefix(key, "/task_queues/train/tasks/"), "%d", &task)
 	return task
 }
 
@@ -157,11 +157,11 @@ func (r *report) event(ev *clientv3.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case key == "/task_queues/pass" && ev.Type == clientv3.EventTypePut:
+	case key == "/task_queues/train/pass" && ev.Type == clientv3.EventTypePut:
 		var p struct{ Pass int }
 		json.Unmarshal(ev.Kv.Value, &p)
 		r.passes = append(r.passes, p.Pass)
-	case strings.HasPrefix(key, "/task_queues/tasks/") && ev.Type == clientv3.EventTypePut:
+	case strings.HasPrefix(key, "/task_queues/train/tasks/") && ev.Type == clientv3.EventTypePut:
 		var e, prev storedEntry
 		json.Unmarshal(ev.Kv.Value, &e)
 		if ev.PrevKv != nil {

@@ -415,7 +415,7 @@ func (c *cluster) watchHeld(ctx context.Context, kind, trainer string) {
 	at := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	resp, err := c.cli.Get(rctx, "/task_queues/tasks/", clientv3.WithPrefix())
+	resp, err := c.cli.Get(rctx, "/task_queues/train/tasks/", clientv3.WithPrefix())
 	if err != nil {
 		c.rep.note(fmt.Sprintf("%s: cannot read the held tasks: %v", kind, err))
 		return

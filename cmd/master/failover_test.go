@@ -84,13 +84,13 @@ func runTrainers(ctx context.Context, t *testing.T, n int, endpoints []string, p
 // doneInEtcd reads the pass and its Done tasks from the persisted state.
 func doneInEtcd(t *testing.T, cli *clientv3.Client) (int, map[int]bool) {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), "/task_queues/pass")
+	resp, err := cli.Get(context.Background(), "/task_queues/train/pass")
 	if err != nil || len(resp.Kvs) == 0 {
 		t.Fatalf("read pass: %v", err)
 	}
 	var p struct{ Pass int }
 	json.Unmarshal(resp.Kvs[0].Value, &p)
-	tasks, err := cli.Get(context.Background(), "/task_queues/tasks/", clientv3.WithPrefix())
+	tasks, err := cli.Get(context.Background(), "/task_queues/train/tasks/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func doneInEtcd(t *testing.T, cli *clientv3.Client) (int, map[int]bool) {
 		json.Unmarshal(kv.Value, &e)
 		if e.Pass == p.Pass && e.Queue == "done" {
 			var i int
-			fmt.Sscanf(strings.TrimPrefix(string(kv.Key), "/task_queues/tasks/"), "%d", &i)
+			fmt.Sscanf(strings.TrimPrefix(string(kv.Key), "/task_queues/train/tasks/"), "%d", &i)
 			done[i] = true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/namsral/flag"
 
 	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/etcdstore"
 	"github.com/trainmaster/master/internal/taskqueue"
@@ -23,12 +24,22 @@ type inspection struct {
 	MasterAddr string `json:"master_addr,omitempty"` // empty: no master is serving
 	// Masters are the masters campaigning for the lock, the leader first.
 	Masters []discovery.Master `json:"masters"`
-	Dataset *datasetSummary    `json:"dataset,omitempty"` // nil: no dataset reported yet
-	Pass    int                `json:"pass"`
-	Counts  map[string]int     `json:"counts"`           // tasks and pieces
-	Pieces  int                `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
-	Pending []taskSummary      `json:"pending"`
-	Failed  []taskSummary      `json:"failed"`
+	// The dataset train's queues, at the top as before named datasets.
+	queueInspection
+	// Datasets are the job's other datasets, in name order.
+	Datasets []queueInspection `json:"datasets,omitempty"`
+}
+
+// queueInspection is the state of one dataset.
+type queueInspection struct {
+	Name    string          `json:"name"`
+	Dataset *datasetSummary `json:"dataset,omitempty"` // nil: no dataset reported yet
+	Pass    int             `json:"pass"`
+	Round   int             `json:"round,omitempty"`
+	Counts  map[string]int  `json:"counts"`           // tasks and pieces
+	Pieces  int             `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
+	Pending []taskSummary   `json:"pending"`
+	Failed  []taskSummary   `json:"failed"`
 	// FailedLastPass lists the tasks discarded in the pass before, which
 	// the current one gave another chance (or, after the last pass, the
 	// tasks the job never trained on).
@@ -36,13 +47,16 @@ type inspection struct {
 }
 
 type datasetSummary struct {
-	Patterns      []string `json:"patterns"`
-	Files         int      `json:"files"`
-	Chunks        int      `json:"chunks"`
+	Patterns      []string `json:"patterns,omitempty"`
+	Files         int      `json:"files,omitempty"`
+	Chunks        int      `json:"chunks,omitempty"`
 	Tasks         int      `json:"tasks"`
-	ChunksPerTask int      `json:"chunks_per_task"`
+	ChunksPerTask int      `json:"chunks_per_task,omitempty"`
 	Records       int64    `json:"records"`
 	ShuffleSeed   uint64   `json:"shuffle_seed,omitempty"` // 0: file order
+	// RecordsPerTask: an index-range dataset, without files.
+	RecordsPerTask int64 `json:"records_per_task,omitempty"`
+	Passes         int   `json:"passes,omitempty"` // a round's; 0: the master's -passes
 }
 
 type taskSummary struct {
@@ -97,7 +111,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer cli.Close()
-	in := inspection{Namespace: *namespace, Counts: map[string]int{}}
+	in := inspection{Namespace: *namespace, queueInspection: queueInspection{Name: wire.DefaultDataset, Counts: map[string]int{}}}
 	resp, err := cli.Get(ctx, discovery.AddrKey(*namespace))
 	if err != nil {
 		return err
@@ -108,14 +122,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if in.Masters, err = discovery.Masters(ctx, cli, *namespace); err != nil {
 		return err
 	}
-	snap, err := etcdstore.New(etcdstore.Config{Client: cli, Namespace: *namespace}).Load(ctx)
+	catalog := etcdstore.NewCatalog(etcdstore.Config{Client: cli, Namespace: *namespace})
+	names, err := catalog.Names(ctx)
 	if err != nil {
 		return err
 	}
-	if ds := snap.Dataset; ds != nil {
-		in.Dataset = &datasetSummary{Patterns: ds.Patterns, Files: len(ds.Files), Chunks: ds.NumChunks(),
-			Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed}
-		if err := in.summarise(snap.Pass, ds.NumTasks(), snap.Entries); err != nil {
+	for _, name := range names {
+		q := &in.queueInspection
+		if name != wire.DefaultDataset {
+			in.Datasets = append(in.Datasets, queueInspection{Name: name, Counts: map[string]int{}})
+			q = &in.Datasets[len(in.Datasets)-1]
+		}
+		if err := q.load(ctx, catalog, name); err != nil {
 			return err
 		}
 	}
@@ -128,9 +146,27 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// load reads the state of the dataset called name.
+func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, name string) error {
+	st, err := catalog.Store(ctx, name)
+	if err != nil {
+		return err
+	}
+	snap, err := st.Load(ctx)
+	if err != nil || snap.Dataset == nil {
+		return err
+	}
+	ds := snap.Dataset
+	q.Dataset = &datasetSummary{Patterns: ds.Patterns, Files: len(ds.Files), Chunks: ds.NumChunks(),
+		Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed,
+		RecordsPerTask: ds.RecordsPerTask, Passes: ds.Passes}
+	q.Round = snap.Round
+	return q.summarise(snap.Pass, ds.NumTasks(), snap.Entries)
+}
+
 // summarise counts the queues of the current pass and lists pending and
 // failed tasks; a task without an entry of this pass is in Todo.
-func (in *inspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Record, error]) error {
+func (in *queueInspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Record, error]) error {
 	in.Pass = pass
 	in.Counts["todo"] = tasks
 	for r, err := range records {
@@ -192,6 +228,14 @@ func (in inspection) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "candidate:  %s pid %d (%s%s)\n", m.Host, m.PID, role, page)
 	}
+	in.queueInspection.print(w)
+	for _, q := range in.Datasets {
+		fmt.Fprintf(w, "\n%s\n", q.Name)
+		q.print(w)
+	}
+}
+
+func (in queueInspection) print(w io.Writer) {
 	if in.Dataset == nil {
 		fmt.Fprintln(w, "dataset:    not reported yet")
 		return
@@ -201,8 +245,18 @@ func (in inspection) print(w io.Writer) {
 	if d.ShuffleSeed != 0 {
 		order = fmt.Sprintf(", shuffle seed %d", d.ShuffleSeed)
 	}
-	fmt.Fprintf(w, "dataset:    %q: %d files, %d chunks, %d records, %d tasks of %d chunks%s\n",
-		d.Patterns, d.Files, d.Chunks, d.Records, d.Tasks, d.ChunksPerTask, order)
+	if d.Passes != 0 {
+		order += fmt.Sprintf(", %d passes a round", d.Passes)
+	}
+	if d.RecordsPerTask != 0 {
+		fmt.Fprintf(w, "dataset:    %q: index range of %d records, %d tasks of %d records%s\n", in.Name, d.Records, d.Tasks, d.RecordsPerTask, order)
+	} else {
+		fmt.Fprintf(w, "dataset:    %q: %q: %d files, %d chunks, %d records, %d tasks of %d chunks%s\n",
+			in.Name, d.Patterns, d.Files, d.Chunks, d.Records, d.Tasks, d.ChunksPerTask, order)
+	}
+	if in.Round != 0 {
+		fmt.Fprintf(w, "round:      %d\n", in.Round)
+	}
 	fmt.Fprintf(w, "pass:       %d\n", in.Pass)
 	pieces := ""
 	if in.Pieces > 0 {

@@ -49,6 +49,8 @@ type options struct {
 	etcd          etcdconn.Options
 	chunksPerTask int
 	dataset       string // comma-separated patterns the master serves itself
+	datasetsFile  string // the datasets the master declares (datasets.go)
+	maxDatasets   int
 	datasetRoot   string
 	queue         taskqueue.Config
 	logLevel      string
@@ -74,6 +76,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.ttl, "ttl", 5, "session TTL in `seconds`: how long a dead master holds the lock")
 	fs.StringVar(&o.dataDir, "data-dir", "./master-data", "`directory` of the embedded etcd, used when -endpoints is not given")
 	fs.StringVar(&o.dataset, "dataset", "", "serve this dataset: comma-separated RecordIO file `patterns` (a comma inside a pattern is written [,]); trainers' reports are then only compared with it, nothing they name is opened")
+	fs.StringVar(&o.datasetsFile, "datasets", "", "declare the job's datasets from this JSON `file` (see doc/protocol.md: named datasets, e.g. train and eval; files or index ranges); trainers' reports of them are then only compared with it")
+	fs.IntVar(&o.maxDatasets, "max-datasets", master.DefaultMaxDatasets, "most datasets a job holds: trainers declare no more")
 	fs.StringVar(&o.datasetRoot, "dataset-root", "", "every file of the dataset, reported or given by -dataset, must be inside this `directory` (symbolic links followed); others are refused unopened")
 	fs.IntVar(&o.chunksPerTask, "chunks-per-task", master.DefaultChunksPerTask, "RecordIO chunks grouped into one task")
 	fs.IntVar(&o.queue.Passes, "passes", taskqueue.DefaultPasses, "passes over the dataset")
@@ -96,6 +100,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.queue.Stragglers, err = taskqueue.ParseStragglers(*stragglers); err != nil {
 		return o, fmt.Errorf("-stragglers: %w", err)
 	}
+	if o.maxDatasets < 1 {
+		return o, fmt.Errorf("-max-datasets must be positive, not %d", o.maxDatasets)
+	}
 	if o.ttl < 2 {
 		return o, fmt.Errorf("-ttl must be at least 2 seconds (etcd's minimum lease), not %d", o.ttl)
 	}
@@ -116,6 +123,8 @@ func (o *options) patterns() []string {
 func (o *options) logDataset(log logrus.FieldLogger) {
 	fields := logrus.Fields{"root": o.datasetRoot}
 	switch {
+	case o.datasetsFile != "":
+		log.WithFields(fields).WithField("file", o.datasetsFile).Info("datasets declared by -datasets: trainers' reports of them are only compared with it; others are decided by their first report")
 	case o.dataset != "":
 		log.WithFields(fields).WithField("patterns", o.patterns()).Info("dataset declared: trainers' reports are only compared with it")
 	case o.datasetRoot != "":
@@ -167,7 +176,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue, Dataset: o.patterns(),
-		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed}
+		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed, MaxDatasets: o.maxDatasets}
+	if o.datasetsFile != "" {
+		if scfg.Datasets, err = readDatasets(o.datasetsFile); err != nil {
+			return fmt.Errorf("-datasets: %w", err)
+		}
+	}
 	if _, err := master.New(scfg); err != nil {
 		return err // bad queue flags fail before anything starts
 	}

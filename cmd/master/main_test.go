@@ -5,6 +5,7 @@ import (
 	"net/rpc"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -82,6 +83,36 @@ func TestFlagErrors(t *testing.T) {
 	} {
 		if err := run(t.Context(), args, &out); err == nil {
 			t.Errorf("master %q started", args)
+		}
+	}
+}
+
+// TestDatasetsFileErrors: a -datasets file that cannot be used stops the
+// master before it starts, naming the file and what is wrong.
+func TestDatasetsFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"not json", `[{"name": "eval",`, "want a JSON array of datasets"},
+		{"unknown key", `[{"name": "eval", "record": 10, "records_per_task": 1}]`, `unknown field "record"`},
+		{"no name", `[{"records": 10, "records_per_task": 1}]`, "dataset 1 of 1 has no name"},
+		{"twice", `[{"name": "eval", "records": 10, "records_per_task": 1}, {"name": "eval", "records": 10, "records_per_task": 1}]`, `dataset "eval" declared twice`},
+		{"bad name", `[{"name": "Eval", "records": 10, "records_per_task": 1}]`, `dataset name "Eval"`},
+		{"files and records", `[{"name": "eval", "patterns": ["/x"], "records": 10, "records_per_task": 1}]`, "gives both files and a number of records"},
+		{"two values", `[] []`, "more than one JSON value"},
+		{"missing file", "", "no such file"},
+	} {
+		path := filepath.Join(dir, tc.name+".json")
+		if tc.content != "" {
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out strings.Builder
+		err := run(t.Context(), []string{"-datasets", path, "-endpoints", "http://127.0.0.1:1"}, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error containing %q", tc.name, err, tc.want)
 		}
 	}
 }

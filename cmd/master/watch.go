@@ -22,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/credfile"
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/monitor"
@@ -503,7 +504,11 @@ func render(st monitor.Status, width int, now time.Time) []string {
 		add("job      shown by the leader's page (watch without -addr finds it through etcd)")
 		return lines
 	}
-	add("dataset  %s: %d files, %d tasks of %d chunks, %d records a pass", strings.Join(j.Dataset, ","), j.Files, j.Tasks, j.ChunksPerTask, j.Records)
+	if j.RecordsPerTask > 0 {
+		add("dataset  index range: %d tasks of %d records, %d records a pass", j.Tasks, j.RecordsPerTask, j.Records)
+	} else {
+		add("dataset  %s: %d files, %d tasks of %d chunks, %d records a pass", strings.Join(j.Dataset, ","), j.Files, j.Tasks, j.ChunksPerTask, j.Records)
+	}
 	if j.AllDone {
 		add("passes   all %d done", j.Passes)
 	} else {
@@ -513,6 +518,18 @@ func render(st monitor.Status, width int, now time.Time) []string {
 		add("%s[%s]%s", head, progressBar(j, bar), tail)
 		add("rate     %s rec/s   eta pass %s, job %s", formatRate(j.RecordsPerSecond), formatETA(j.PassETASeconds), formatETA(j.JobETASeconds))
 		add("queues   todo %d  pending %d  done %d  failed %d  (of %d tasks)", j.Todo, j.Pending, j.Done, j.Failed, j.Tasks)
+	}
+	for _, d := range st.Datasets { // the others than train, one line each
+		if d.AllDone {
+			passes := fmt.Sprintf("%d passes", d.Passes)
+			if d.Passes == 1 {
+				passes = "1 pass"
+			}
+			add("%-8s round %d done (%s)", d.Name, d.Round+1, passes)
+		} else {
+			add("%-8s round %d, pass %d/%d %3d%%  %d/%d records, todo %d pending %d done %d failed %d", d.Name, d.Round+1,
+				d.Pass+1, d.Passes, percent(&d), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
+		}
 	}
 	shown := st.Trainers[:min(len(st.Trainers), shownTrainers)]
 	if len(shown) == 0 {
@@ -546,6 +563,9 @@ func trainerDetail(tr monitor.TrainerStatus, now time.Time) string {
 	var parts []string
 	if tr.Task != nil {
 		held := fmt.Sprintf("task %d for %s", tr.Task.Index, formatDuration(tr.Task.HeldSeconds))
+		if d := tr.Task.Dataset; d != "" && d != wire.DefaultDataset {
+			held = d + " " + held
+		}
 		if tr.Holding > 1 {
 			held += fmt.Sprintf(" (+%d more)", tr.Holding-1)
 		}

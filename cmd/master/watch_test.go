@@ -122,6 +122,22 @@ func TestWatchRender(t *testing.T) {
 		}, has: []string{"    evil?[2J?     310 rec/s  task 30 for 3s (+1 more), 1 failed"}, lacks: []string{"\x1b", "\x07"}},
 		{name: "masters unknown", width: 80, edit: func(st *monitor.Status) { st.Masters, st.MastersError = nil, "etcd is down" },
 			has: []string{"leader   unknown: etcd is down"}},
+		{name: "an eval dataset beside train", width: 100, edit: func(st *monitor.Status) {
+			st.Datasets = []monitor.JobStatus{
+				{Name: "eval", Round: 2, RecordsPerTask: 1000, Tasks: 25, Records: 25000, Pass: 4, Passes: 6, Todo: 7, Pending: 2, Done: 16, RecordsDone: 16000},
+				{Name: "holdout", RecordsPerTask: 10, Tasks: 10, Records: 100, Pass: 1, Passes: 1, AllDone: true, Done: 10},
+			}
+			st.Trainers[0].Task.Dataset = "eval"
+			st.Trainers[1].Task.Dataset = "train"
+		}, has: []string{
+			"queues   todo 20  pending 6  done 26  failed 0  (of 52 tasks)",
+			"eval     round 3, pass 5/6  64%  16000/25000 records, todo 7 pending 2 done 16 failed 0",
+			"holdout  round 1 done (1 pass)",
+			"  ! trainer-0       0 rec/s  eval task 17 for 1m05s, stalled, silent 40s",
+			"    trainer-2     310 rec/s  task 30 for 3s (+1 more), 1 failed"}},
+		{name: "an index-range train", width: 100, edit: func(st *monitor.Status) {
+			st.Job.Dataset, st.Job.Files, st.Job.Chunks, st.Job.ChunksPerTask, st.Job.RecordsPerTask = []string{}, 0, 0, 0, 1000
+		}, has: []string{"dataset  index range: 52 tasks of 1000 records, 16000 records a pass"}},
 		{name: "all passes done", width: 80, edit: func(st *monitor.Status) {
 			j := st.Job
 			j.AllDone, j.Pass, j.Todo, j.Pending, j.Done, j.PassETASeconds, j.JobETASeconds = true, 3, 0, 0, 0, nil, nil

@@ -22,7 +22,11 @@
 // so that a script can check which tasks of which pass were consumed.
 //
 // -dataset reports comma-separated glob patterns to the master before
-// training (one trainer, or the operator, must). -name is the name the
+// training (one trainer, or the operator, must). -dataset-name trains
+// another dataset of the job than train (declared by the master's
+// -datasets file or another trainer); a record of an index-range dataset
+// has no data, and counts in the digests as its index, 8 bytes
+// little-endian. -name is the name the
 // trainer gives the master with every call, for its per-trainer figures
 // (client.Config.Name; default "hostname-pid-xxxx"). -stall-task N makes the
 // trainer hang, until it is interrupted, on the first record of task N the
@@ -75,6 +79,7 @@ type options struct {
 	etcd       etcdconn.Options
 	namespace  string
 	dataset    []string
+	named      string // the dataset to train (client.Config.Dataset)
 	name       string
 	json       bool
 	prefetch   int
@@ -136,6 +141,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of the job's etcd keys (with -endpoints)")
 	fs.StringVar(&dataset, "dataset", "", "comma-separated glob patterns of RecordIO files to report as the dataset")
+	fs.StringVar(&o.named, "dataset-name", "", "train the dataset of this `name` (default train); a record of an index-range dataset counts in the digest as its index, 8 bytes little-endian")
 	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid-xxxx)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
@@ -189,7 +195,7 @@ func (o options) config(stderr io.Writer) (client.Config, error) {
 	if o.verbose {
 		log.SetLevel(logrus.DebugLevel)
 	}
-	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Log: log, ProgressInterval: o.progress}
+	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Dataset: o.named, Log: log, ProgressInterval: o.progress}
 	if o.failTask >= 0 || o.failAfter > 0 {
 		cfg.Inject = o.failOnce()
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,7 +55,7 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 		if o.delay > 0 {
 			time.Sleep(o.delay)
 		}
-		task.Add(rec.Data)
+		task.Add(recordBytes(rec))
 		current = [3]int{rec.Pass, rec.Task, rec.Position + 1}
 		if err := trace.record(rec); err != nil {
 			return err
@@ -67,6 +68,15 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 		}
 	}
 	return nil
+}
+
+// recordBytes is what the digests count of a record: its data, or the
+// index of a record of an index-range dataset, 8 bytes little-endian.
+func recordBytes(rec client.Record) []byte {
+	if rec.Data == nil {
+		return binary.LittleEndian.AppendUint64(nil, uint64(rec.Index))
+	}
+	return rec.Data
 }
 
 // passPrinter sums the digests of the tasks consumed, pass by pass, and

@@ -29,10 +29,13 @@ type Client struct {
 
 	causes sync.Map // *rpc.Client -> *readRecorder, for every open connection
 
-	mu      sync.Mutex
-	conn    *rpc.Client // nil when not connected
-	addr    string      // the address conn was dialled at
-	dataset []string    // as last reported, to report again to a master that lost it
+	mu   sync.Mutex
+	conn *rpc.Client // nil when not connected
+	addr string      // the address conn was dialled at
+	// What was reported (ReportDataset) and declared (Declare, one per
+	// name), to report again to a master that lost it.
+	dataset  []string
+	declared []wire.Dataset
 }
 
 // New returns a Client that finds the master with r. It does not connect
@@ -218,8 +221,23 @@ func (c *Client) setDataset(paths []string) {
 	c.dataset = slices.Clone(paths)
 }
 
-func (c *Client) reportedDataset() []string {
+// setDeclared remembers d in place of an earlier declaration of its name.
+func (c *Client) setDeclared(d wire.Dataset) {
+	d.Patterns = slices.Clone(d.Patterns)
+	name := wire.DatasetName(d.Name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.dataset
+	i := slices.IndexFunc(c.declared, func(o wire.Dataset) bool { return wire.DatasetName(o.Name) == name })
+	if i < 0 {
+		c.declared = append(c.declared, d)
+		return
+	}
+	c.declared[i] = d
+}
+
+// reported returns what was last reported and declared.
+func (c *Client) reported() (paths []string, declared []wire.Dataset) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dataset, slices.Clone(c.declared)
 }

@@ -69,6 +69,16 @@ type Config struct {
 	// characters replaced, as the master would (wire.TrainerName).
 	Name string
 
+	// Dataset is the dataset this client trains and reports about
+	// (wire.Task.Dataset): every task it sends (GetTask's finished, the
+	// zero Task included, TaskFinished and TaskFailed) and every progress
+	// report names it, so that the master hands out that dataset's tasks
+	// and books the reports there; StartRound and DatasetStatus are about
+	// it too. Empty: wire.DefaultDataset ("train"), the dataset of
+	// ReportDataset. A trainer that trains on one dataset and evaluates on
+	// another uses one Client for each.
+	Dataset string
+
 	// ProgressInterval is how often Records reports how far it got in the
 	// task it consumes (wire.Progress), so that after a fault the next
 	// dispatch of the task starts there instead of at its first record;

@@ -1,6 +1,7 @@
 // Package client is what a training program links in to take its share of a
 // dataset from the master: it reports the dataset, asks for tasks, reads
-// their RecordIO blocks and hands the records to the program in order.
+// their RecordIO blocks (or, for an index-range dataset, takes their record
+// indexes) and hands the records to the program in order.
 //
 //	c := client.New(client.Static("master:8080"), client.Config{})
 //	defer c.Close()
@@ -11,14 +12,40 @@
 //		train(rec.Data)
 //	}
 //
+// A job may hold several named datasets (wire.Dataset): an evaluation
+// set beside the training set, say. A client trains one, Config.Dataset
+// (empty: "train", the one ReportDataset reports); Declare declares any,
+// RecordIO files or an index-range dataset, whose tasks carry record
+// indexes for the trainer to map to its own storage (Files helps).
+//
+//	ev := client.New(client.Static("master:8080"), client.Config{Dataset: "eval"})
+//	defer ev.Close()
+//	err := ev.Declare(ctx, wire.Dataset{Name: "eval", Records: 10_000, RecordsPerTask: 1000})
+//	...
+//	for round := 0; ; round++ {
+//		round, err = ev.StartRound(ctx, round) // the round now current
+//		if err != nil {
+//			return err
+//		}
+//		for rec, err := range ev.Records(ctx) { // until the round's passes are done
+//			...
+//			evaluate(rec.Index)
+//		}
+//	}
+//
 // What it promises:
 //   - Records yields every record of each task it receives, in the task's
 //     order (the file's, or shuffled with the task's wire.Task.Seed when
 //     the master has a -shuffle-seed), tagged with the task's index and
-//     pass. The records of a task
-//     are all read and checked before the first is yielded, so a task with
-//     an unreadable block yields nothing: it is reported failed (the error
-//     naming the block's file) and the client moves on.
+//     pass. The records of a task are all read and checked before the
+//     first is yielded, so a task with an unreadable block yields nothing:
+//     it is reported failed (the error naming the block's file) and the
+//     client moves on.
+//   - A task of an index-range dataset reads no file: it yields one Record
+//     per index it covers, Index set and Data nil, in the same order
+//     (Start+i, or Start+wire.Shuffle(End-Start, Seed)[i]), with the same
+//     positions, progress reports and Last. It holds no record in memory:
+//     nothing but, with a seed, the shuffle's End-Start ints.
 //   - A task is reported finished only once the loop body has returned for
 //     its last record and the loop asks for the next one. A loop that stops
 //     early (break, or an error) leaves its current task unreported; the
@@ -30,9 +57,11 @@
 //     task is consumed: Record.Data is valid only until the loop body
 //     returns.
 //   - "no task available" and "dataset not reported" are waited out with
-//     backoff, cut short when a finish the client reports meanwhile is
-//     recorded (it may be the one the pass waited for: the next pass, or
-//     the end, follows at once); "all passes done" ends the loop without
+//     backoff (after "dataset not reported", the datasets this client
+//     reported or declared are reported and declared again, for a new
+//     master that lost them), cut short when a finish the client reports
+//     meanwhile is recorded (it may be the one the pass waited for: the
+//     next pass, or the end, follows at once); "all passes done" ends the loop without
 //     error; connection failures (a master closing an idle connection
 //     included) and "master is not serving" make the client drop its
 //     connection, resolve the master's address again and retry, with
@@ -57,7 +86,15 @@
 //     included, TaskFinished and TaskFailed) carries the trainer's name,
 //     Config.Name (default "hostname-pid-xxxx"), in wire.Task.Trainer, for the
 //     master's per-trainer figures and its knowledge of who holds which
-//     task.
+//     task; and Config.Dataset in wire.Task.Dataset, as every progress
+//     report does in wire.Progress.Dataset, so that the client gets tasks
+//     of that dataset only and its reports are booked there. StartRound
+//     and DatasetStatus are about that dataset too.
+//   - A Records loop ends when the passes of its dataset's current round
+//     are done; StartRound starts the next round (every trainer may ask:
+//     a round already started is not started twice, and asking while one
+//     runs is answered wire.TextRoundRunning), and a new Records loop
+//     trains it, with the round's pass numbers.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine
 //     stops: nothing is left running.

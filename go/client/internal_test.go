@@ -58,3 +58,25 @@ func TestBackoffDelays(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeOrderHoldsNoRecords: a range task's order is computed from its
+// Start: nothing is allocated without a seed, the shuffle's ints with one.
+func TestRangeOrderHoldsNoRecords(t *testing.T) {
+	task := wire.Task{Index: 5, Epoch: 1, Start: 5000, End: 6000}
+	if allocs := testing.AllocsPerRun(10, func() { trainingOrder(task, nil) }); allocs != 0 {
+		t.Errorf("the order of a range task without a seed allocates %v times", allocs)
+	}
+	o := trainingOrder(task, nil)
+	for i := range o.n {
+		if rec := o.at(i); rec.Data != nil || rec.Index != 5000+int64(i) {
+			t.Fatalf("position %d: %+v", i, rec)
+		}
+	}
+	task.Seed = 9
+	o = trainingOrder(task, nil)
+	for i, off := range wire.Shuffle(1000, 9) {
+		if rec := o.at(i); rec.Data != nil || rec.Index != 5000+int64(off) {
+			t.Fatalf("position %d: %+v, want index %d", i, rec, 5000+off)
+		}
+	}
+}

@@ -109,8 +109,8 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 }
 
 // idle is a wait between two GetTask calls that found nothing: it reports
-// every consumed task at once, reports the dataset again if the master lost
-// it, and sleeps for the next backoff delay. It returns early, so that the
+// every consumed task at once, reports and declares the datasets again if
+// the master lost them (reportAgain), and sleeps for the next backoff delay. It returns early, so that the
 // caller asks again, as soon as the master records one of those finishes:
 // the pass may have been waiting for it.
 func (s *session) idle(ctx context.Context, b *backoff, why error) error {
@@ -118,8 +118,8 @@ func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 	if recorded, err := s.flush(ctx); err != nil || recorded {
 		return err
 	}
-	if paths := s.c.reportedDataset(); paths != nil && wire.Is(why, wire.TextNoDataset) {
-		if err := s.c.ReportDataset(ctx, paths); err != nil {
+	if wire.Is(why, wire.TextNoDataset) {
+		if err := s.c.reportAgain(ctx); err != nil {
 			return err
 		}
 	}
@@ -140,12 +140,16 @@ func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 	}
 }
 
-// read reads a task's records, or says why it cannot be processed.
+// read reads a task's records, or says why it cannot be processed. A task
+// of an index-range dataset has no file to read: its buffer is nil.
 func (s *session) read(ctx context.Context, t wire.Task) (*taskBuf, error) {
 	if s.c.cfg.Inject != nil {
 		if err := s.c.cfg.Inject(t); err != nil {
 			return nil, fmt.Errorf("task %d: %w", t.Index, err)
 		}
+	}
+	if isRange(t) {
+		return nil, nil
 	}
 	return readTask(ctx, t)
 }
@@ -224,5 +228,7 @@ func (s *session) book(l *loaded) {
 	if !l.dropped {
 		s.pending = append(s.pending, s.c.report(l.task))
 	}
-	l.buf.release()
+	if l.buf != nil { // a range task's is nil
+		l.buf.release()
+	}
 }

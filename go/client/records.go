@@ -11,8 +11,15 @@ import (
 type Record struct {
 	// Data is the record's bytes. It is valid only until the loop body
 	// returns: the client reads later tasks into the same memory. Copy it
-	// to keep it.
+	// to keep it. It is nil in a task of an index-range dataset, whose
+	// records the trainer reads from its own storage by Index, and only
+	// there: an empty record of a file is an empty slice.
 	Data []byte
+	// Index is, in a task of an index-range dataset (wire.Dataset.Records),
+	// the record's index in the dataset: the trainer maps it to its storage
+	// (Files maps it to a file and a record in it). It is 0, meaningless,
+	// in a task of RecordIO files, whose records come in Data.
+	Index int64
 	// Task is the index of the task the record belongs to: for a piece of
 	// a task (wire.Task.Piece), the task it was cut from.
 	Task int
@@ -30,9 +37,12 @@ type Record struct {
 	Last bool
 }
 
-// Records yields the records of the tasks the master hands this client, in
-// each task's order, until every pass is done; then the loop ends with no
-// error. A task is reported finished once its last record has been yielded
+// Records yields the records of the tasks of Config.Dataset the master
+// hands this client, in each task's order, until every pass is done (of
+// the dataset's current round: see StartRound); then the loop ends with no
+// error. A task of RecordIO files yields its records' Data; a task of an
+// index-range dataset reads no file and yields one Record per index it
+// covers, with Index set and no Data. A task is reported finished once its last record has been yielded
 // and the loop asks for more; one left early is not (the master gives it out
 // again when it times out).
 //
@@ -75,13 +85,14 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 		l.dropped = true
 		return true
 	}
-	records := trainingOrder(l.task, l.buf.records)
-	if to := l.task.To; to > 0 && to < len(records) {
-		records = records[:to]
+	order := trainingOrder(l.task, l.buf)
+	n := order.n
+	if to := l.task.To; to > 0 && to < n {
+		n = to
 	}
-	last := len(records) - 1
+	last := n - 1
 	s.progress.begin(l.task)
-	for i := min(max(l.task.From, 0), len(records)); i < len(records); i++ {
+	for i := min(max(l.task.From, 0), n); i < n; i++ {
 		to := s.progress.to.Load()
 		if to > 0 && int64(i) >= to {
 			break // cut short: the rest is another trainer's piece
@@ -94,7 +105,9 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 			l.dropped = true // another trainer has it, or it is done: not ours to finish
 			break
 		}
-		more := yield(Record{Data: records[i], Task: l.task.Root(), Pass: l.task.Pass, Position: i, Last: i == last || int64(i+1) == to}, nil)
+		rec := order.at(i)
+		rec.Task, rec.Pass, rec.Position, rec.Last = l.task.Root(), l.task.Pass, i, i == last || int64(i+1) == to
+		more := yield(rec, nil)
 		s.progress.reached(i + 1) // the body had the record, even if it broke out after it
 		if !more {
 			return false
@@ -105,7 +118,7 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 }
 
 // report is the part of a task that a finish or failure report needs, with
-// this trainer's name: its blocks need not travel back.
+// this trainer's name and dataset: its blocks need not travel back.
 func (c *Client) report(t wire.Task) wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Trainer: c.cfg.Name}
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Trainer: c.cfg.Name, Dataset: c.cfg.Dataset}
 }

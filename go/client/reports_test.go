@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +124,43 @@ func TestReportsCarryTheName(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReportsCarryTheDataset: every task the client sends, the zero Task
+// included, names Config.Dataset. (The fake master ignores the name and
+// hands out its one dataset's tasks.)
+func TestReportsCarryTheDataset(t *testing.T) {
+	ctx := context.Background()
+	cfg := fast
+	cfg.Dataset = "eval"
+	h := setup(t, clienttest.Options{}, small, cfg)
+	first, err := h.c.GetTask(ctx, wire.Task{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.c.GetTask(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.TaskFinished(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	third, err := h.c.GetTask(ctx, wire.Task{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.TaskFailed(ctx, third, errors.New("disk on fire")); err != nil {
+		t.Fatal(err)
+	}
+	var methods []string
+	for _, e := range h.m.Events()[1:] { // after ReportDataset
+		methods = append(methods, e.Method)
+		if e.Arg.Dataset != "eval" {
+			t.Errorf("%s sent %+v, without the dataset", e.Method, e.Arg)
+		}
+	}
+	if want := []string{"GetTask", "GetTask", "TaskFinished", "GetTask", "TaskFailed"}; !slices.Equal(methods, want) {
+		t.Errorf("calls %v, want %v", methods, want)
 	}
 }

@@ -18,11 +18,70 @@ func (c *Client) ReportDataset(ctx context.Context, paths []string) error {
 	return nil
 }
 
+// Declare declares a named dataset with Master.DeclareDataset: RecordIO
+// files (d.Patterns), or an index-range dataset (d.Records in tasks of
+// d.RecordsPerTask) whose tasks carry record indexes (Record.Index). The
+// first declaration of a name decides the dataset; a later one must
+// describe the same, or is refused. The client remembers d, and declares
+// it again, as it reports ReportDataset's files again, when a master later
+// answers "dataset not reported". Trainers of the dataset name it in
+// Config.Dataset; any trainer may declare it.
+func (c *Client) Declare(ctx context.Context, d wire.Dataset) error {
+	var reply int
+	if err := c.call(ctx, "DeclareDataset", d, &reply); err != nil {
+		return err
+	}
+	c.setDeclared(d)
+	return nil
+}
+
+// reportAgain reports and declares again every dataset the client reported
+// or declared, for a master that answered "dataset not reported": it may be
+// a new master without them, and the trainers that wait for them may not
+// know them.
+func (c *Client) reportAgain(ctx context.Context) error {
+	paths, declared := c.reported()
+	if paths != nil {
+		if err := c.ReportDataset(ctx, paths); err != nil {
+			return err
+		}
+	}
+	for _, d := range declared {
+		if err := c.Declare(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartRound asks the master to run the passes of Config.Dataset again, as
+// round round (the declaration starts round 0), and returns the round now
+// current. A round that already started is not started again, so every
+// trainer of the dataset may ask for the next one; asking while the
+// current round runs answers an error carrying wire.TextRoundRunning. A
+// Records loop ends once a round's passes are done: start the next round,
+// then call Records again.
+func (c *Client) StartRound(ctx context.Context, round int) (int, error) {
+	var current int
+	err := c.call(ctx, "StartRound", wire.Round{Dataset: c.cfg.Dataset, Round: round}, &current)
+	return current, err
+}
+
+// DatasetStatus returns the master's progress in Config.Dataset (its
+// round, pass and queues), with the names of every dataset of the job. A
+// dataset the job does not hold (yet) shows DatasetReported false.
+func (c *Client) DatasetStatus(ctx context.Context) (wire.Status, error) {
+	var st wire.Status
+	err := c.call(ctx, "DatasetStatus", c.cfg.Dataset, &st)
+	return st, err
+}
+
 // GetTask reports finished (the zero Task for none) and fetches the next
 // task, in one round trip. Records does this itself; GetTask is for programs
 // that manage tasks on their own. Of finished only Index, Epoch and Pass
-// are sent, with Config.Name as Trainer (for the zero Task too): the master
-// needs no more, and the blocks would make the request as large as the task.
+// are sent, with Config.Name as Trainer and Config.Dataset as Dataset (for
+// the zero Task too: it asks for a task of that dataset): the master needs
+// no more, and the blocks would make the request as large as the task.
 func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	var t wire.Task
 	err := c.call(ctx, "GetTask", c.report(finished), &t)
@@ -30,7 +89,8 @@ func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, er
 }
 
 // TaskFinished reports that every record of task was consumed; only its
-// Index, Epoch and Pass are sent, with Config.Name as Trainer.
+// Index, Epoch and Pass are sent, with Config.Name as Trainer and
+// Config.Dataset as Dataset.
 func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report, error) {
 	var r int
 	err := c.call(ctx, "TaskFinished", c.report(task), &r)
@@ -38,11 +98,12 @@ func (c *Client) TaskFinished(ctx context.Context, task wire.Task) (wire.Report,
 }
 
 // TaskProgress reports how far the current dispatch of a task got
-// (wire.Progress), with Config.Name as Trainer, and returns the master's
-// answer: what it did, and where the dispatch is to stop. Records calls it
-// by itself every Config.ProgressInterval, and stops where it is told.
+// (wire.Progress), with Config.Name as Trainer and Config.Dataset as
+// Dataset, and returns the master's answer: what it did, and where the
+// dispatch is to stop. Records calls it by itself every
+// Config.ProgressInterval, and stops where it is told.
 func (c *Client) TaskProgress(ctx context.Context, p wire.Progress) (wire.ProgressReply, error) {
-	p.Trainer = c.cfg.Name
+	p.Trainer, p.Dataset = c.cfg.Name, c.cfg.Dataset
 	var r wire.ProgressReply
 	err := c.call(ctx, "TaskProgress", p, &r)
 	return r, err
@@ -50,7 +111,8 @@ func (c *Client) TaskProgress(ctx context.Context, p wire.Progress) (wire.Progre
 
 // TaskFailed reports that task cannot be processed, with reason's text cut
 // to wire.MaxErrorBytes (all the master keeps); only its Index, Epoch and
-// Pass are sent with the reason, and Config.Name as Trainer.
+// Pass are sent with the reason, and Config.Name as Trainer and
+// Config.Dataset as Dataset.
 func (c *Client) TaskFailed(ctx context.Context, task wire.Task, reason error) (wire.Report, error) {
 	failed := c.report(task)
 	failed.Error = wire.CutReason(reason.Error())

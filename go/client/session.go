@@ -13,7 +13,7 @@ var errEnd = wire.ErrAllDone
 // loaded is a task read into memory, or with err set the final entry of out.
 type loaded struct {
 	task wire.Task
-	buf  *taskBuf // its records; released once they are consumed
+	buf  *taskBuf // its records, released once they are consumed; nil for a range task
 	err  error
 	// dropped: the loop stopped it early because the master said it is no
 	// longer this trainer's (progress.go); it is not reported finished.

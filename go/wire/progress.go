@@ -25,6 +25,7 @@ import "time"
 type Progress struct {
 	Index, Epoch, Pass int    // the dispatch, as GetTask handed it out
 	Trainer            string `json:",omitempty"` // the caller's name, as in Task
+	Dataset            string `json:",omitempty"` // the task's dataset, as in Task
 	// Done is the position reached: the records of the task's order before
 	// it are trained. It is at most the task's records.
 	Done int

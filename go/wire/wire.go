@@ -18,6 +18,12 @@
 //	Master.Status(unused int, reply *Status) error
 //	Master.Authenticate(token string, reply *int) error
 //	Master.TaskProgress(p Progress, reply *ProgressReply) error
+//	Master.DeclareDataset(d Dataset, reply *int) error
+//	Master.StartRound(r Round, reply *int) error
+//	Master.DatasetStatus(name string, reply *Status) error
+//
+// A job may hold several named datasets (datasets.go); calls that name none
+// are about DefaultDataset, the one ReportDataset reports.
 //
 // Authenticate presents the master's shared token (its -token-file). A
 // master started with a token refuses every other call on a connection until
@@ -94,6 +100,17 @@ type Task struct {
 	// piece's own, for the reports about it, valid in its pass only.
 	Piece bool `json:",omitempty"`
 	Of    int  `json:",omitempty"`
+	// Dataset names the dataset the task is of (datasets.go): a trainer
+	// sets it in GetTask's finished argument, even the zero Task, to ask
+	// for a task of that dataset, and in its reports. Empty:
+	// DefaultDataset.
+	Dataset string `json:",omitempty"`
+	// Start and End are, in a task of an index-range dataset, the range of
+	// record indexes [Start, End) it covers; Blocks is then empty. Its
+	// positions (From, To, Progress.Done) count from Start, in the order
+	// Shuffle gives the indexes with a Seed.
+	Start int64 `json:",omitempty"`
+	End   int64 `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else
@@ -168,6 +185,12 @@ func CutReason(s string) string {
 
 // Status is the master's progress, as Master.Status returns it.
 type Status struct {
+	// Dataset is the dataset described (DatasetStatus; Status describes
+	// DefaultDataset), Round its current round, and Datasets the names of
+	// every dataset of the job, sorted.
+	Dataset         string   `json:",omitempty"`
+	Round           int      `json:",omitempty"`
+	Datasets        []string `json:",omitempty"`
 	DatasetReported bool
 	Pass, Passes    int  // the current pass, from 0; Pass == Passes once all are done
 	AllDone         bool // every pass is over

@@ -19,11 +19,20 @@ type Chunk struct {
 
 // Dataset is the block index of a dataset and its division into tasks: task
 // i is chunks [i*ChunksPerTask, (i+1)*ChunksPerTask) of all files in order,
-// the last task possibly smaller. It is immutable once built.
+// the last task possibly smaller; or, for an index-range dataset (NewRange),
+// a range of record indexes. It is immutable once built.
 type Dataset struct {
-	Patterns      []string // as reported, in the order given
-	Files         []string // expanded, sorted, without duplicates
-	ChunksPerTask int
+	// Name is the dataset's name in its job (wire.Dataset.Name), and Passes
+	// the passes of one of its rounds, 0 for the master's -passes; the
+	// master sets both when it accepts the dataset.
+	Name   string
+	Passes int
+	// RecordsPerTask, for an index-range dataset (range.go), is the
+	// records of a task; 0 for RecordIO files.
+	RecordsPerTask int64
+	Patterns       []string // as reported, in the order given
+	Files          []string // expanded, sorted, without duplicates
+	ChunksPerTask  int
 	// ShuffleSeed is the job's seed of its tasks' order (the master's
 	// -shuffle-seed), stored with the dataset so that a master that takes
 	// over continues the same order: 0 means file order. The master sets
@@ -91,6 +100,9 @@ func (d *Dataset) NumRecords() int64 { return d.records }
 
 // NumTasks returns the number of tasks the chunks are grouped into.
 func (d *Dataset) NumTasks() int {
+	if d.IsRange() {
+		return int((d.records + d.RecordsPerTask - 1) / d.RecordsPerTask)
+	}
 	return (len(d.chunks) + d.ChunksPerTask - 1) / d.ChunksPerTask
 }
 
@@ -99,8 +111,12 @@ func (d *Dataset) taskChunks(task int) []Chunk {
 	return d.chunks[from:min(from+d.ChunksPerTask, len(d.chunks))]
 }
 
-// Blocks returns the blocks of a task, built on demand.
+// Blocks returns the blocks of a task, built on demand: none for an
+// index-range dataset.
 func (d *Dataset) Blocks(task int) []wire.Block {
+	if d.IsRange() {
+		return nil
+	}
 	cs := d.taskChunks(task)
 	blocks := make([]wire.Block, len(cs))
 	for i, c := range cs {
@@ -111,6 +127,10 @@ func (d *Dataset) Blocks(task int) []wire.Block {
 
 // TaskRecords returns the number of records of a task.
 func (d *Dataset) TaskRecords(task int) int64 {
+	if d.IsRange() {
+		start, end := d.Range(task)
+		return end - start
+	}
 	var n int64
 	for _, c := range d.taskChunks(task) {
 		n += c.NumRecords

@@ -237,5 +237,5 @@ func storedEntries(t *testing.T, cli *clientv3.Client, store *Store) (int, map[i
 		}
 		byPass[e.Pass]++
 	}
-	return p, byPass
+	return p.Pass, byPass
 }

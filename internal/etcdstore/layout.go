@@ -43,10 +43,36 @@ type meta struct {
 	// ShuffleSeed orders the tasks of each pass (dataset.Dataset's); absent:
 	// file order, as before the seed existed.
 	ShuffleSeed uint64 `json:"shuffle_seed,omitempty"`
+	// Name is the dataset's name (absent in a store from before named
+	// datasets: train), Passes the passes of a round (absent: the
+	// master's -passes), Kind "range" for an index-range dataset of
+	// Records in tasks of RecordsPerTask, without files or chunks (absent:
+	// RecordIO files).
+	Name           string `json:"name,omitempty"`
+	Passes         int    `json:"passes,omitempty"`
+	Kind           string `json:"kind,omitempty"`
+	RecordsPerTask int64  `json:"records_per_task,omitempty"`
 }
 
+// kindRange is meta.Kind of an index-range dataset.
+const kindRange = "range"
+
+// metaOf returns the meta of a dataset.
+func metaOf(ds *dataset.Dataset) meta {
+	m := meta{Format: Format, Patterns: ds.Patterns, ChunksPerTask: ds.ChunksPerTask,
+		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed,
+		Name: ds.Name, Passes: ds.Passes}
+	if ds.IsRange() {
+		m.Kind, m.RecordsPerTask = kindRange, ds.RecordsPerTask
+	}
+	return m
+}
+
+// passValue is the pass key: the pass, and the round (absent: 0) of a
+// dataset run again (master.Service.StartRound).
 type passValue struct {
-	Pass int `json:"pass"`
+	Pass  int `json:"pass"`
+	Round int `json:"round,omitempty"`
 }
 
 // entry is a task's entry as stored; times are RFC 3339 for people.

@@ -56,7 +56,7 @@ func (s *Store) Load(ctx context.Context) (*master.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &master.Snapshot{Dataset: ds, Pass: pass, Entries: s.entries(ctx, m.Tasks, rev)}, nil
+	return &master.Snapshot{Dataset: ds, Pass: pass.Pass, Round: pass.Round, Entries: s.entries(ctx, m.Tasks, rev)}, nil
 }
 
 // decodeMeta decodes the meta and checks that its counts agree with each
@@ -70,6 +70,12 @@ func (s *Store) decodeMeta(b []byte) (meta, error) {
 	switch {
 	case m.Format != Format:
 		return m, badStatef(key, "holds format %d; this master reads format %d only (a newer master wrote it?)", m.Format, Format)
+	case m.Passes < 0:
+		return m, badStatef(key, "passes %d", m.Passes)
+	case m.Kind == kindRange:
+		return m, s.checkRangeMeta(m)
+	case m.Kind != "":
+		return m, badStatef(key, "kind %q (want %q or none)", m.Kind, kindRange)
 	case m.ChunksPerTask <= 0:
 		return m, badStatef(key, "chunks_per_task %d (want at least 1)", m.ChunksPerTask)
 	case m.Files <= 0 || m.Files > maxPages*filesPerPage:
@@ -85,6 +91,22 @@ func (s *Store) decodeMeta(b []byte) (meta, error) {
 	return m, nil
 }
 
+// checkRangeMeta checks the meta of an index-range dataset.
+func (s *Store) checkRangeMeta(m meta) error {
+	key := s.keys.meta()
+	if m.Files != 0 || m.Chunks != 0 || len(m.Patterns) != 0 {
+		return badStatef(key, "an index-range dataset with %d patterns, %d files and %d chunks (want none)", len(m.Patterns), m.Files, m.Chunks)
+	}
+	ds, err := dataset.NewRange(m.Records, m.RecordsPerTask)
+	if err != nil {
+		return badState(key, err)
+	}
+	if ds.NumTasks() != m.Tasks {
+		return badStatef(key, "tasks %d, but %d records in tasks of %d make %d", m.Tasks, m.Records, m.RecordsPerTask, ds.NumTasks())
+	}
+	return nil
+}
+
 func ceilDiv(a, b int) int {
 	q := a / b
 	if a%b != 0 {
@@ -93,29 +115,37 @@ func ceilDiv(a, b int) int {
 	return q
 }
 
-func (s *Store) loadPass(ctx context.Context, rev int64) (int, error) {
+func (s *Store) loadPass(ctx context.Context, rev int64) (passValue, error) {
 	key := s.keys.pass()
+	var p passValue
 	resp, err := s.cfg.Client.Get(ctx, key, clientv3.WithRev(rev))
 	if err != nil {
-		return 0, errors.Wrapf(err, "etcdstore: read %s", key)
+		return p, errors.Wrapf(err, "etcdstore: read %s", key)
 	}
 	if len(resp.Kvs) == 0 {
-		return 0, badStatef(key, "missing")
+		return p, badStatef(key, "missing")
 	}
-	var p passValue
 	if err := json.Unmarshal(resp.Kvs[0].Value, &p); err != nil {
-		return 0, badState(key, err)
+		return p, badState(key, err)
 	}
-	if p.Pass < 0 || p.Pass > math.MaxInt32 {
-		return 0, badStatef(key, "pass %d (want 0 to %d)", p.Pass, math.MaxInt32)
+	if p.Pass < 0 || p.Pass > math.MaxInt32 || p.Round < 0 || p.Round > math.MaxInt32 {
+		return p, badStatef(key, "pass %d, round %d (want 0 to %d)", p.Pass, p.Round, math.MaxInt32)
 	}
-	return p.Pass, nil
+	return p, nil
 }
 
 // loadDataset reads the pages the meta counts, and no others: pages past
 // them (there should be none, see SaveDataset) are never read into the
 // dataset.
 func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Dataset, error) {
+	if m.Kind == kindRange {
+		ds, err := dataset.NewRange(m.Records, m.RecordsPerTask) // checked by decodeMeta
+		if err != nil {
+			return nil, badState(s.keys.meta(), err)
+		}
+		ds.ShuffleSeed, ds.Name, ds.Passes = m.ShuffleSeed, m.Name, m.Passes
+		return ds, nil
+	}
 	files, err := s.loadFiles(ctx, m.Files, rev)
 	if err != nil {
 		return nil, err
@@ -138,7 +168,7 @@ func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Da
 	if err != nil {
 		return nil, badState(s.keys.meta(), err)
 	}
-	ds.ShuffleSeed = m.ShuffleSeed
+	ds.ShuffleSeed, ds.Name, ds.Passes = m.ShuffleSeed, m.Name, m.Passes
 	return ds, nil
 }
 

@@ -63,10 +63,15 @@ type Store struct {
 	keys        keys
 	maxTxnBytes int // of keys, values and range ends in one transaction
 
+	sh *shared
+}
+
+// shared is what the stores of one Catalog share: the counters and the
+// compaction of their etcd.
+type shared struct {
 	mu            sync.Mutex
 	lastCompacted int64
-
-	stats Stats
+	stats         Stats
 }
 
 // Stats counts what the store did.
@@ -90,11 +95,19 @@ func New(cfg Config) *Store {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return &Store{cfg: cfg, keys: keys(cfg.Namespace + "/task_queues/"), maxTxnBytes: txnBytesOf(cfg.MaxRequestBytes)}
+	return newStore(cfg, rootPrefix(cfg.Namespace), &shared{})
 }
 
+func newStore(cfg Config, prefix string, sh *shared) *Store {
+	return &Store{cfg: cfg, keys: keys(prefix), maxTxnBytes: txnBytesOf(cfg.MaxRequestBytes), sh: sh}
+}
+
+// rootPrefix is the prefix of every dataset of a job: the keys of a
+// dataset stored before named datasets existed lie right under it.
+func rootPrefix(namespace string) string { return namespace + "/task_queues/" }
+
 // Stats returns the store's counters.
-func (s *Store) Stats() *Stats { return &s.stats }
+func (s *Store) Stats() *Stats { return &s.sh.stats }
 
 // keys names the store's keys under its prefix.
 type keys string
@@ -126,8 +139,7 @@ func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
 			"etcdstore: %s would be %d bytes, and a transaction holds at most %d (two thirds of etcd's request limit of %d bytes, --max-request-bytes, Config.MaxRequestBytes)",
 			what, size, s.maxTxnBytes, s.cfg.MaxRequestBytes)
 	}
-	m, err := json.Marshal(meta{Format: Format, Patterns: ds.Patterns, ChunksPerTask: ds.ChunksPerTask,
-		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed})
+	m, err := json.Marshal(metaOf(ds))
 	if err != nil {
 		return errors.Wrap(err, "etcdstore: encode the dataset's meta")
 	}
@@ -179,7 +191,7 @@ func (s *Store) Commit(ctx context.Context, ch taskqueue.Change) error {
 		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Index, r.Entry, maxError))))
 	}
 	if ch.PassChanged {
-		pass, _ := json.Marshal(passValue{Pass: ch.Pass})
+		pass, _ := json.Marshal(passValue{Pass: ch.Pass, Round: ch.Round})
 		ops = append(ops, clientv3.OpPut(s.keys.pass(), string(pass)))
 	}
 	if len(ops) == 0 {
@@ -301,12 +313,12 @@ func (s *Store) txn(ctx context.Context, ops []clientv3.Op) error {
 		return errors.Wrap(err, "etcdstore: commit")
 	}
 	if !resp.Succeeded {
-		s.stats.Rejected.Add(1)
+		s.sh.stats.Rejected.Add(1)
 		return errors.Wrap(master.ErrLeadershipLost, "etcdstore: fenced write rejected: this master's lock key is gone or was re-created")
 	}
-	s.stats.Txns.Add(1)
+	s.sh.stats.Txns.Add(1)
 	for _, op := range ops {
-		s.stats.BytesWritten.Add(int64(len(op.KeyBytes()) + len(op.ValueBytes())))
+		s.sh.stats.BytesWritten.Add(int64(len(op.KeyBytes()) + len(op.ValueBytes())))
 	}
 	s.maybeCompact(resp.Header.Revision)
 	return nil
@@ -319,16 +331,16 @@ func (s *Store) maybeCompact(rev int64) {
 	if s.cfg.CompactEvery < 0 {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lastCompacted == 0 {
-		s.lastCompacted = rev
+	s.sh.mu.Lock()
+	defer s.sh.mu.Unlock()
+	if s.sh.lastCompacted == 0 {
+		s.sh.lastCompacted = rev
 		return
 	}
-	if rev-s.lastCompacted < s.cfg.CompactEvery || rev <= s.cfg.CompactKeep {
+	if rev-s.sh.lastCompacted < s.cfg.CompactEvery || rev <= s.cfg.CompactKeep {
 		return
 	}
-	s.lastCompacted = rev
+	s.sh.lastCompacted = rev
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

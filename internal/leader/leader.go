@@ -45,8 +45,8 @@ type Config struct {
 	// Serving, if set, is called with the published address each time this
 	// process starts serving.
 	Serving func(addr string)
-	// Stats, if set, receives the store of each term (for its counters).
-	Stats func(*etcdstore.Store)
+	// Stats, if set, receives the counters of each term's stores.
+	Stats func(*etcdstore.Stats)
 	// Server configures the trainer port: its limits, TLS and token (its
 	// Log is replaced by Log).
 	Server master.ServerConfig
@@ -114,18 +114,18 @@ func term(ctx context.Context, cfg Config) error {
 	if err := publish(ctx, cfg, lead, addr); err != nil {
 		return err
 	}
-	store := etcdstore.New(etcdstore.Config{Client: cfg.Client, Namespace: cfg.Namespace, Fence: lead.Fence(), Log: cfg.Log})
+	catalog := etcdstore.NewCatalog(etcdstore.Config{Client: cfg.Client, Namespace: cfg.Namespace, Fence: lead.Fence(), Log: cfg.Log})
 	if cfg.Stats != nil {
-		cfg.Stats(store)
+		cfg.Stats(catalog.Stats())
 	}
-	return serve(ctx, cfg, lead, lis, addr, store)
+	return serve(ctx, cfg, lead, lis, addr, catalog)
 }
 
 // serve runs the service on lis until the term ends.
-func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.Listener, addr string, store *etcdstore.Store) error {
+func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.Listener, addr string, catalog *etcdstore.Catalog) error {
 	lost := make(chan error, 1)
 	scfg := cfg.Service
-	scfg.Store, scfg.Log = store, cfg.Log
+	scfg.Catalog, scfg.Log = catalog, cfg.Log
 	scfg.Lost = func(err error) { lost <- err }
 	svc, err := master.New(scfg)
 	if err != nil {

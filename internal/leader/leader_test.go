@@ -226,7 +226,7 @@ func TestRefusesWhatNoTermFixes(t *testing.T) {
 	serving, stop := runWith(t, declared("/bad-entry", data))
 	await(t, serving, 10*time.Second)
 	stop()
-	entry := "/bad-entry/task_queues/tasks/0000000000"
+	entry := "/bad-entry/task_queues/train/tasks/0000000000"
 	if _, err := cli.Put(context.Background(), entry, `{"pass":0,"queue":"pending","epoch":-3,"seq":1}`); err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,8 @@ type op struct {
 // An empty change waits for the newest group, so that a reply read off
 // uncommitted state (no task, all done, already finished) still waits for
 // that state to be durable. Called with s.mu held.
-func (s *Service) queue(ch taskqueue.Change, logs ...func()) op {
+func (s *datasetService) queue(ch taskqueue.Change, logs ...func()) op {
+	ch.Round = s.round
 	o := op{g: s.enqueue(ch), logs: logs}
 	s.rearm()
 	if o.g != nil && !s.committing {
@@ -66,7 +67,7 @@ func (s *Service) queue(ch taskqueue.Change, logs ...func()) op {
 // complete finishes an operation outside the lock: commits the groups up to
 // its own when it is the committer, waits for its group, and logs once it
 // is durable.
-func (s *Service) complete(o op) error {
+func (s *datasetService) complete(o op) error {
 	if o.commit {
 		s.commitThrough(o.g)
 	}
@@ -84,7 +85,7 @@ func (s *Service) complete(o op) error {
 // enqueue adds a change to the open group, starting a new group when the
 // open one is full or already taken by the committer, and returns the group
 // to wait for. Called with s.mu held.
-func (s *Service) enqueue(ch taskqueue.Change) *group {
+func (s *datasetService) enqueue(ch taskqueue.Change) *group {
 	if ch.Empty() {
 		return s.newest
 	}
@@ -108,7 +109,7 @@ func (s *Service) enqueue(ch taskqueue.Change) *group {
 // After a failed commit every queued group fails too: they were built on
 // the change that did not become durable, and the state is reloaded before
 // the next operation (or dropped, when leadership was lost).
-func (s *Service) commitThrough(g *group) {
+func (s *datasetService) commitThrough(g *group) {
 	for {
 		next := s.takeGroup()
 		if next == nil {
@@ -126,7 +127,7 @@ func (s *Service) commitThrough(g *group) {
 
 // takeGroup returns the oldest queued group, or nil when none is left; the
 // committer then stops being one.
-func (s *Service) takeGroup() *group {
+func (s *datasetService) takeGroup() *group {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.groups) == 0 {
@@ -140,7 +141,7 @@ func (s *Service) takeGroup() *group {
 
 // committed records the outcome of a group's commit and reports whether it
 // succeeded.
-func (s *Service) committed(g *group, err error) bool {
+func (s *datasetService) committed(g *group, err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -155,7 +156,7 @@ func (s *Service) committed(g *group, err error) bool {
 
 // handOff reports whether groups are left for a goroutine to commit; if not,
 // the committer stops being one.
-func (s *Service) handOff() bool {
+func (s *datasetService) handOff() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.groups) > 0 {
@@ -167,12 +168,12 @@ func (s *Service) handOff() bool {
 
 // stopCommitting ends the committer's turn: everything queued is committed
 // or failed, so nothing is waiting to become durable. Called with s.mu held.
-func (s *Service) stopCommitting() {
+func (s *datasetService) stopCommitting() {
 	s.newest = nil
 	s.committing = false
 }
 
-func (s *Service) storeCommit(ch taskqueue.Change) error {
+func (s *datasetService) storeCommit(ch taskqueue.Change) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
 	start := s.cfg.Clock.Now()
@@ -182,7 +183,7 @@ func (s *Service) storeCommit(ch taskqueue.Change) error {
 }
 
 // failGroups fails every queued group. Called with s.mu held.
-func (s *Service) failGroups(err error) {
+func (s *datasetService) failGroups(err error) {
 	for _, g := range s.groups {
 		g.finish(err)
 	}

@@ -115,8 +115,18 @@ func status(t testing.TB, s *Service) wire.Status {
 }
 
 // pendingInMemory counts the pending tasks in memory, committed or not.
-func pendingInMemory(s *Service) int {
+func pendingInMemory(svc *Service) int {
+	s := train(svc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.q.Count(taskqueue.Pending)
+}
+
+// train returns the service of the dataset train, failing if there is none.
+func train(s *Service) *datasetService {
+	d, err := s.known(wire.DefaultDataset)
+	if d == nil || err != nil {
+		panic(fmt.Sprintf("no dataset train: %v", err))
+	}
+	return d
 }

@@ -41,6 +41,7 @@ type Observer interface {
 
 // TaskEvent describes a task an Observer is told about.
 type TaskEvent struct {
+	Dataset            string // the task's dataset (wire.Task.Dataset; never empty)
 	Index, Pass, Epoch int
 	Records            int64     // records of the task
 	At                 time.Time // when it happened
@@ -86,17 +87,23 @@ func (noObserver) Committed(time.Duration, int, error)   {}
 // the queues as they are in memory, which may include a change still being
 // committed (Status, by contrast, waits for it).
 type JobState struct {
-	Patterns      []string
-	Files         int
-	Chunks        int
-	ChunksPerTask int
-	Tasks         int
-	Records       int64 // per pass
-	Pass, Passes  int   // Pass == Passes once all are done
-	AllDone       bool
-	Todo, Pending int
-	Done, Failed  int
-	RecordsDone   int64 // records of the tasks done in this pass
+	// Name is the dataset's name, Round its round (Service.StartRound),
+	// RecordsPerTask, for an index-range dataset, the records of a task
+	// (it has no files or chunks then).
+	Name           string
+	Round          int
+	RecordsPerTask int64
+	Patterns       []string
+	Files          int
+	Chunks         int
+	ChunksPerTask  int
+	Tasks          int
+	Records        int64 // per pass
+	Pass, Passes   int   // Pass == Passes once all are done
+	AllDone        bool
+	Todo, Pending  int
+	Done, Failed   int
+	RecordsDone    int64 // records of the tasks done in this pass
 	// Pieces is the number of pieces cut from stragglers in this pass,
 	// counted in Todo, Pending, Done and Failed beside the tasks.
 	Pieces int
@@ -110,13 +117,14 @@ const MaxShownDiscarded = 100
 
 // Job returns the job's state, or false when the service has no dataset or
 // is not serving.
-func (s *Service) Job() (JobState, bool) {
+func (s *datasetService) Job() (JobState, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.q == nil {
 		return JobState{}, false
 	}
 	return JobState{
+		Name: s.name, Round: s.round, RecordsPerTask: s.ds.RecordsPerTask,
 		Patterns: s.ds.Patterns, Files: len(s.ds.Files), Chunks: s.ds.NumChunks(), ChunksPerTask: s.ds.ChunksPerTask,
 		Tasks: s.q.NumTasks(), Records: s.ds.NumRecords(),
 		Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(),

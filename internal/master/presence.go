@@ -46,7 +46,7 @@ func newPresence() presence {
 }
 
 // Connected tells the service that a connection carries trainer's name.
-func (s *Service) Connected(trainer string) {
+func (s *datasetService) Connected(trainer string) {
 	if !named(trainer) {
 		return
 	}
@@ -63,7 +63,7 @@ func (s *Service) Connected(trainer string) {
 
 // Disconnected tells the service that a connection that carried trainer's
 // name ended.
-func (s *Service) Disconnected(trainer string) {
+func (s *datasetService) Disconnected(trainer string) {
 	if !named(trainer) {
 		return
 	}
@@ -83,7 +83,7 @@ func named(trainer string) bool { return trainer != "" && trainer != wire.Unname
 
 // startGrace starts trainer's grace, unless one runs or the service does
 // not follow trainers. Called with s.mu held.
-func (s *Service) startGrace(trainer string, grace time.Duration) {
+func (s *datasetService) startGrace(trainer string, grace time.Duration) {
 	if _, ok := s.pres.gone[trainer]; ok || s.cfg.TrainerGrace < 0 || s.closed {
 		return
 	}
@@ -97,7 +97,7 @@ const restoredGrace = 2
 // graceHolders starts the grace of every trainer holding tasks in a state
 // just restored that has no connection to this master. Called with s.mu
 // held.
-func (s *Service) graceHolders() {
+func (s *datasetService) graceHolders() {
 	if s.q == nil {
 		return
 	}
@@ -109,7 +109,7 @@ func (s *Service) graceHolders() {
 }
 
 // stopGraces stops every grace running. Called with s.mu held.
-func (s *Service) stopGraces() {
+func (s *datasetService) stopGraces() {
 	for trainer, g := range s.pres.gone {
 		g.timer.Stop()
 		delete(s.pres.gone, trainer)
@@ -117,7 +117,7 @@ func (s *Service) stopGraces() {
 }
 
 // lose releases the tasks of trainer, whose grace ran out.
-func (s *Service) lose(trainer string) {
+func (s *datasetService) lose(trainer string) {
 	o, ok := s.loseChange(trainer)
 	if !ok {
 		return
@@ -127,7 +127,7 @@ func (s *Service) lose(trainer string) {
 	}
 }
 
-func (s *Service) loseChange(trainer string) (op, bool) {
+func (s *datasetService) loseChange(trainer string) (op, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.pres.gone[trainer]

@@ -13,7 +13,8 @@ import (
 )
 
 // graceRunning reports whether trainer's grace runs.
-func graceRunning(s *Service, trainer string) bool {
+func graceRunning(svc *Service, trainer string) bool {
+	s := train(svc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.pres.gone[trainer]
@@ -59,7 +60,8 @@ func (tr *trainerOn) getTask(finished wire.Task) wire.Task {
 	return next
 }
 
-func pendingOf(s *Service) map[int]string {
+func pendingOf(svc *Service) map[int]string {
+	s := train(svc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[int]string{}
@@ -119,7 +121,8 @@ func TestLostTrainerTasksBackAtOnce(t *testing.T) {
 	}
 }
 
-func entryOf(s *Service, task int) taskqueue.Entry {
+func entryOf(svc *Service, task int) taskqueue.Entry {
+	s := train(svc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.q.Entry(task)

@@ -50,7 +50,7 @@ func TestRetriedGetTaskGetsTheSameTask(t *testing.T) {
 	if got, err := r.GetTask(ctx, other); err != nil || got.Index == lost.Index {
 		t.Fatalf("another trainer with the same finish: task %d, %v; want a task of its own", got.Index, err)
 	}
-	if e := r.q.Entry(lost.Index); e.For != (taskqueue.Finished{Task: first.Index, Epoch: first.Epoch, Pass: first.Pass}) {
+	if e := train(r).q.Entry(lost.Index); e.For != (taskqueue.Finished{Task: first.Index, Epoch: first.Epoch, Pass: first.Pass}) {
 		t.Fatalf("entry %+v does not name the finish it answered", e)
 	}
 }

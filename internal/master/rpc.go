@@ -39,10 +39,11 @@ type TaskReport struct {
 	Index, Epoch, Pass int
 	Error              string
 	Trainer            string
+	Dataset            string
 }
 
 func (t TaskReport) task() wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer)}
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset}
 }
 
 func (r *rpcService) GetTask(finished TaskReport, reply *wire.Task) error {
@@ -86,6 +87,31 @@ func (r *rpcService) TaskProgress(p wire.Progress, reply *wire.ProgressReply) er
 	r.conn.carries(p.Trainer)
 	rep, err := r.s.TaskProgress(context.Background(), p)
 	*reply = rep
+	return err
+}
+
+func (r *rpcService) DeclareDataset(d wire.Dataset, reply *int) error {
+	if err := r.admit("DeclareDataset"); err != nil {
+		return err
+	}
+	return r.s.DeclareDataset(context.Background(), d)
+}
+
+func (r *rpcService) StartRound(round wire.Round, reply *int) error {
+	if err := r.admit("StartRound"); err != nil {
+		return err
+	}
+	cur, err := r.s.StartRound(context.Background(), round)
+	*reply = cur
+	return err
+}
+
+func (r *rpcService) DatasetStatus(name string, reply *wire.Status) error {
+	if err := r.admit("DatasetStatus"); err != nil {
+		return err
+	}
+	st, err := r.s.DatasetStatus(context.Background(), name)
+	*reply = st
 	return err
 }
 

@@ -16,72 +16,19 @@ import (
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
-// Config configures a Service. Zero fields take the defaults.
-type Config struct {
-	ChunksPerTask int              // chunks grouped into one task; default 10
-	Queue         taskqueue.Config // passes and timeouts
-	Store         Store            // default: a new MemoryStore
-	Clock         Clock            // default: RealClock
-	Log           logrus.FieldLogger
-	// CommitTimeout bounds one Store call; default 10s.
-	CommitTimeout time.Duration
-	// GroupRecords caps the task entries of changes committed together in
-	// one Store call; default 100, so that a group fits one etcd
-	// transaction (128 operations by default) with the pass key.
-	GroupRecords int
-	// DatasetConfig says where a reported dataset may be (its Root: the
-	// -dataset-root flag) and bounds what a report may name.
-	DatasetConfig dataset.Config
-	// Dataset, when set, is the dataset this master serves (the -dataset
-	// flag): Restore accepts it if the store holds none, and trainers'
-	// reports are only compared with it. Nil: the first report decides.
-	Dataset []string
-	// Lost is called, once and from its own goroutine, when the Store
-	// reports ErrLeadershipLost: the service has already stopped answering.
-	Lost func(error)
-	// Observer is told what the service does (metrics, status page);
-	// default: nothing is told.
-	Observer Observer
-	// TrainerGrace is how long a named trainer holding tasks may stay
-	// without a connection before its tasks go back to Todo (presence.go);
-	// default DefaultTrainerGrace, negative: never.
-	TrainerGrace time.Duration
-	// ShuffleSeed is stored with a dataset this master accepts, and orders
-	// its tasks and their records (shuffle.go; the -shuffle-seed flag): 0
-	// means file order. A stored dataset keeps the seed it was accepted
-	// with, whatever this field; Queue.Seed is ignored: the queues take
-	// the dataset's seed.
-	ShuffleSeed uint64
-}
-
-// ErrLeadershipLost is what a Store wraps when it rejects a write because this
-// master no longer holds the lock. The service stops at once, keeps nothing
-// of its state and answers every call with wire.TextNotServing.
-var ErrLeadershipLost = errors.New("master: leadership lost")
-
-// ErrDeclaredDataset is wrapped by Restore when the dataset declared in
-// Config.Dataset cannot be served: it cannot be built or stored, or the
-// store holds another. No new term changes that.
-var ErrDeclaredDataset = errors.New("master: declared dataset refused")
-
-// errNotAccepted wraps the reasons a dataset is refused for good (its files,
-// its size), as opposed to a store failure that a retry may overcome.
-var errNotAccepted = errors.New("master: dataset not accepted")
-
-// Defaults of Config.
-const (
-	DefaultChunksPerTask = 10
-	DefaultGroupRecords  = 100
-)
-
-// Service is the master's state and the operations of the wire contract.
-type Service struct {
-	cfg Config
+// datasetService is the state of one dataset of the job and the operations
+// of the wire contract on it; Service routes the calls to it by name. Its
+// cfg is the job's, with Store the dataset's own.
+type datasetService struct {
+	cfg      Config
+	name     string
+	declared *wire.Dataset // the master's declaration; nil: the first report decides
 
 	buildMu sync.Mutex // one dataset build at a time, outside mu
 	mu      sync.Mutex
 	ds      *dataset.Dataset
 	q       *taskqueue.Queues
+	round   int  // the dataset's round (StartRound)
 	stale   bool // a commit failed: reload before the next operation
 	timer   Timer
 	closed  bool
@@ -93,53 +40,23 @@ type Service struct {
 	pres presence // the trainers' connections (presence.go)
 }
 
-// New returns a Service; Restore loads any state the store already holds.
-func New(cfg Config) (*Service, error) {
-	if cfg.ChunksPerTask == 0 {
-		cfg.ChunksPerTask = DefaultChunksPerTask
-	}
-	if cfg.ChunksPerTask < 0 {
-		return nil, fmt.Errorf("master: chunks per task must be positive, not %d", cfg.ChunksPerTask)
-	}
-	if cfg.Store == nil {
-		cfg.Store = NewMemoryStore()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
-	}
-	if cfg.Log == nil {
-		cfg.Log = logrus.StandardLogger()
-	}
-	if cfg.CommitTimeout == 0 {
-		cfg.CommitTimeout = 10 * time.Second
-	}
-	if cfg.GroupRecords <= 0 {
-		cfg.GroupRecords = DefaultGroupRecords
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = noObserver{}
-	}
-	if cfg.TrainerGrace == 0 {
-		cfg.TrainerGrace = DefaultTrainerGrace
-	}
-	if _, err := taskqueue.New(cfg.Queue, 1, func(int) int64 { return 1 }); err != nil {
-		return nil, err // the queue configuration is checked up front
-	}
-	return &Service{cfg: cfg, pres: newPresence()}, nil
+func newDatasetService(cfg Config, name string, declared *wire.Dataset, store Store) *datasetService {
+	cfg.Store, cfg.Log = store, cfg.Log.WithField("dataset", name)
+	return &datasetService{cfg: cfg, name: name, declared: declared, pres: newPresence()}
 }
 
 // Restore loads the state held by the store, re-arming the deadlines of
-// pending tasks with their remaining time. With a declared dataset
-// (Config.Dataset) it accepts that dataset if the store holds none, and
-// refuses a store that holds another (ErrDeclaredDataset).
-func (s *Service) Restore(ctx context.Context) error {
+// pending tasks with their remaining time. With a declared dataset it
+// accepts that dataset if the store holds none, and refuses a store that
+// holds another (ErrDeclaredDataset).
+func (s *datasetService) Restore(ctx context.Context) error {
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
 	build, err := s.restore(ctx)
 	if err != nil || !build {
 		return err
 	}
-	err = s.accept(ctx, s.cfg.Dataset)
+	err = s.accept(ctx, *s.declared)
 	if errors.Is(err, errNotAccepted) {
 		return fmt.Errorf("%w: %w", ErrDeclaredDataset, err)
 	}
@@ -148,42 +65,59 @@ func (s *Service) Restore(ctx context.Context) error {
 
 // restore reloads the state and reports whether the declared dataset is
 // still to be built.
-func (s *Service) restore(ctx context.Context) (bool, error) {
+func (s *datasetService) restore(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reload(ctx); err != nil {
 		return false, err
 	}
 	switch {
-	case s.cfg.Dataset == nil:
+	case s.declared == nil:
 		return false, nil
 	case s.ds == nil:
 		return true, nil
-	case !slices.Equal(s.ds.Patterns, s.cfg.Dataset):
-		return false, errors.Wrapf(ErrDeclaredDataset, "the store holds the dataset %s, this master declares %s",
-			quotePatterns(s.ds.Patterns), quotePatterns(s.cfg.Dataset))
+	case !matches(s.ds.Spec(), *s.declared):
+		return false, errors.Wrapf(ErrDeclaredDataset, "the store holds the dataset %v, this master declares %v", s.ds.Spec(), *s.declared)
 	}
 	return false, nil
+}
+
+// matches reports whether a declaration or report d describes the accepted
+// dataset of spec: the same name, files or range; and the same chunks per
+// task and passes where d gives them (zero: whatever the master chose).
+func matches(spec, d wire.Dataset) bool {
+	switch {
+	case spec.Name != d.Name || spec.IsRange() != d.IsRange():
+		return false
+	case d.ChunksPerTask != 0 && d.ChunksPerTask != spec.ChunksPerTask:
+		return false
+	case d.Passes != 0 && d.Passes != spec.Passes:
+		return false
+	}
+	return slices.Equal(spec.Patterns, d.Patterns) && spec.Records == d.Records && spec.RecordsPerTask == d.RecordsPerTask
 }
 
 // reload replaces the state with the store's, within CommitTimeout: a hung
 // etcd read must not hold the service's lock for ever. Called with s.mu
 // held.
-func (s *Service) reload(ctx context.Context) error {
+func (s *datasetService) reload(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
 	snap, err := s.cfg.Store.Load(ctx)
 	if err != nil {
-		return errors.WithMessage(err, "master: load state")
+		return errors.WithMessagef(err, "master: load the state of dataset %q", s.name)
 	}
-	s.ds, s.q, s.stale = nil, nil, false
+	s.ds, s.q, s.round, s.stale = nil, nil, 0, false
 	if snap.Dataset != nil {
 		s.warnSeed(snap.Dataset)
-		q, err := taskqueue.Restore(s.queueConfig(snap.Dataset), snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
-		if err != nil {
-			return errors.WithMessage(err, "master: restore queues")
+		if snap.Dataset.Name == "" {
+			snap.Dataset.Name = s.name // stored before named datasets
 		}
-		s.ds, s.q = snap.Dataset, q
+		q, err := taskqueue.Restore(s.queueConfig(snap.Dataset, snap.Round), snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
+		if err != nil {
+			return errors.WithMessagef(err, "master: restore the queues of dataset %q", s.name)
+		}
+		s.ds, s.q, s.round = snap.Dataset, q, snap.Round
 		fields := s.progress()
 		if snap.Pass > q.Pass() {
 			fields["stored_pass"] = snap.Pass
@@ -196,15 +130,22 @@ func (s *Service) reload(ctx context.Context) error {
 	return nil
 }
 
+// accepted reports whether the service holds a dataset.
+func (s *datasetService) accepted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ds != nil
+}
+
 // Close stops the expiry timer and drops the state; the service answers
 // every call with wire.ErrNotServing afterwards.
-func (s *Service) Close() {
+func (s *datasetService) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopLocked()
 }
 
-func (s *Service) stopLocked() {
+func (s *datasetService) stopLocked() {
 	s.closed = true
 	s.stopGraces()
 	s.ds, s.q = nil, nil
@@ -215,76 +156,104 @@ func (s *Service) stopLocked() {
 	}
 }
 
-// ReportDataset accepts the dataset on the first successful call; later
-// calls must report the same list. The files are indexed outside the lock;
-// the dataset is saved only if none was accepted meanwhile. With a declared
-// dataset (Config.Dataset) a report is only compared with it: nothing it
-// names is opened.
-func (s *Service) ReportDataset(ctx context.Context, patterns []string) error {
-	if s.cfg.Dataset != nil {
-		if !slices.Equal(s.cfg.Dataset, patterns) {
-			return errors.Errorf("master: this master serves the dataset %s it was started with; this call reports %s",
-				quotePatterns(s.cfg.Dataset), quotePatterns(patterns))
+// Report accepts the dataset d describes on the first successful call;
+// later calls must describe the same one (matches). The files are indexed
+// outside the lock; the dataset is saved only if none was accepted
+// meanwhile. With a declared dataset a report is only compared with it:
+// nothing it names is opened.
+func (s *datasetService) Report(ctx context.Context, d wire.Dataset) error {
+	if s.declared != nil {
+		if !matches(*s.declared, d) {
+			return errors.Errorf("master: this master serves the dataset %v it declares; this call reports %v", *s.declared, d)
 		}
 		return nil
 	}
 	// A report over the limits is refused before it waits for the build
 	// lock, so that it is not held in memory meanwhile.
-	if err := s.cfg.DatasetConfig.CheckReport(patterns); err != nil {
-		return fmt.Errorf("%w: %w", errNotAccepted, err)
+	if !d.IsRange() {
+		if err := s.cfg.DatasetConfig.CheckReport(d.Patterns); err != nil {
+			return fmt.Errorf("%w: %w", errNotAccepted, err)
+		}
 	}
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
-	if done, err := s.checkReported(ctx, patterns); done {
+	if done, err := s.checkReported(ctx, d); done {
 		return err
 	}
-	return s.accept(ctx, patterns)
+	return s.accept(ctx, d)
 }
 
-// accept builds the dataset of patterns and saves it. Called with buildMu
+// build builds the dataset d describes.
+func (s *datasetService) build(d wire.Dataset) (*dataset.Dataset, error) {
+	if d.Passes < 0 {
+		return nil, errors.Errorf("master: dataset %q: %d passes", d.Name, d.Passes)
+	}
+	var ds *dataset.Dataset
+	var err error
+	switch {
+	case d.IsRange() && len(d.Patterns) > 0:
+		return nil, errors.Errorf("master: dataset %q gives both files and a number of records; an index-range dataset has no files", d.Name)
+	case d.IsRange():
+		ds, err = dataset.NewRange(d.Records, d.RecordsPerTask)
+	default:
+		chunks := d.ChunksPerTask
+		if chunks == 0 {
+			chunks = s.cfg.ChunksPerTask
+		}
+		ds, err = dataset.BuildWith(s.cfg.DatasetConfig, d.Patterns, chunks)
+	}
+	if err != nil {
+		return nil, errors.WithMessagef(err, "master: dataset %q", d.Name)
+	}
+	ds.Name, ds.Passes, ds.ShuffleSeed = d.Name, d.Passes, s.cfg.ShuffleSeed
+	return ds, nil
+}
+
+// accept builds the dataset d describes and saves it. Called with buildMu
 // held.
-func (s *Service) accept(ctx context.Context, patterns []string) error {
+func (s *datasetService) accept(ctx context.Context, d wire.Dataset) error {
 	start := s.cfg.Clock.Now()
-	ds, err := dataset.BuildWith(s.cfg.DatasetConfig, patterns, s.cfg.ChunksPerTask)
+	ds, err := s.build(d)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotAccepted, err)
 	}
-	ds.ShuffleSeed = s.cfg.ShuffleSeed
-	q, err := taskqueue.New(s.queueConfig(ds), ds.NumTasks(), ds.TaskRecords)
+	q, err := taskqueue.New(s.queueConfig(ds, 0), ds.NumTasks(), ds.TaskRecords)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotAccepted, err)
 	}
 	if done, err := s.saveDataset(ctx, ds, q); done {
 		return err
 	}
-	s.cfg.Log.WithFields(logrus.Fields{
-		"patterns": quotePatterns(patterns), "files": len(ds.Files), "chunks": ds.NumChunks(), "tasks": ds.NumTasks(),
-		"records": ds.NumRecords(), "took": s.cfg.Clock.Now().Sub(start).Round(time.Millisecond),
-	}).Info("dataset accepted; pass 0 started")
+	fields := logrus.Fields{"dataset": s.name, "tasks": ds.NumTasks(), "records": ds.NumRecords(), "took": s.cfg.Clock.Now().Sub(start).Round(time.Millisecond)}
+	if ds.IsRange() {
+		fields["records_per_task"] = ds.RecordsPerTask
+	} else {
+		fields["patterns"], fields["files"], fields["chunks"] = quotePatterns(ds.Patterns), len(ds.Files), ds.NumChunks()
+	}
+	s.cfg.Log.WithFields(fields).Info("dataset accepted; pass 0 started")
 	return nil
 }
 
 // checkReported answers a report when a dataset is already accepted,
 // reloading first after a failed commit: a save whose reply was lost may
 // have been applied.
-func (s *Service) checkReported(ctx context.Context, patterns []string) (bool, error) {
+func (s *datasetService) checkReported(ctx context.Context, d wire.Dataset) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ready(ctx); err != nil {
 		return true, err
 	}
-	return s.compareReported(patterns)
+	return s.compareReported(d)
 }
 
 // compareReported answers a report when a dataset is already accepted.
 // Called with s.mu held.
-func (s *Service) compareReported(patterns []string) (bool, error) {
+func (s *datasetService) compareReported(d wire.Dataset) (bool, error) {
 	if s.ds == nil {
 		return false, nil
 	}
-	if !slices.Equal(s.ds.Patterns, patterns) {
-		return true, errors.Errorf("master: dataset already reported as %s; this call reports %s",
-			quotePatterns(s.ds.Patterns), quotePatterns(patterns))
+	if spec := s.ds.Spec(); !matches(spec, d) {
+		return true, errors.Errorf("master: dataset already reported as %v; this call reports %v", spec, d)
 	}
 	return true, nil
 }
@@ -293,13 +262,13 @@ func (s *Service) compareReported(patterns []string) (bool, error) {
 // was accepted while it was built (a GetTask may have reloaded a save whose
 // reply was lost, and dispatched from it: saving again would wipe that
 // dispatch). done reports that the call is answered by err.
-func (s *Service) saveDataset(ctx context.Context, ds *dataset.Dataset, q *taskqueue.Queues) (done bool, err error) {
+func (s *datasetService) saveDataset(ctx context.Context, ds *dataset.Dataset, q *taskqueue.Queues) (done bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ready(ctx); err != nil {
 		return true, err
 	}
-	if done, err := s.compareReported(ds.Patterns); done {
+	if done, err := s.compareReported(ds.Spec()); done {
 		return true, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
@@ -310,20 +279,18 @@ func (s *Service) saveDataset(ctx context.Context, ds *dataset.Dataset, q *taskq
 		}
 		return true, s.storeFailed(errors.WithMessage(err, "master: save dataset"))
 	}
-	s.ds, s.q = ds, q
+	s.ds, s.q, s.round = ds, q, 0
 	return false, nil
 }
 
-// GetTask records the finish it carries, if any, then hands out a task;
-// both changes are committed together before it replies.
-func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
+func (s *datasetService) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	start := s.called(&finished)
 	task, err := s.getTaskDurable(ctx, finished)
 	s.cfg.Observer.GetTaskServed(s.cfg.Clock.Now().Sub(start), err)
 	return task, err
 }
 
-func (s *Service) getTaskDurable(ctx context.Context, finished wire.Task) (wire.Task, error) {
+func (s *datasetService) getTaskDurable(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	op, task, err := s.getTask(ctx, finished)
 	if werr := s.complete(op); werr != nil {
 		return wire.Task{}, werr
@@ -333,7 +300,7 @@ func (s *Service) getTaskDurable(ctx context.Context, finished wire.Task) (wire.
 
 // called tells the Observer of a call from the trainer t names, replacing
 // that name by the one the master keeps, and returns the call's start.
-func (s *Service) called(t *wire.Task) time.Time {
+func (s *datasetService) called(t *wire.Task) time.Time {
 	now := s.cfg.Clock.Now()
 	t.Trainer = wire.TrainerName(t.Trainer)
 	s.cfg.Observer.Called(t.Trainer, now)
@@ -341,12 +308,12 @@ func (s *Service) called(t *wire.Task) time.Time {
 }
 
 // event describes the task of r for the Observer. Called with s.mu held.
-func (s *Service) event(r taskqueue.Record, at time.Time) TaskEvent {
-	return TaskEvent{Index: r.Index, Pass: r.Pass, Epoch: r.Epoch, Records: s.q.Length(r.Entry), At: at}
+func (s *datasetService) event(r taskqueue.Record, at time.Time) TaskEvent {
+	return TaskEvent{Dataset: s.name, Index: r.Index, Pass: r.Pass, Epoch: r.Epoch, Records: s.q.Length(r.Entry), At: at}
 }
 
 // getTask makes GetTask's changes in memory and queues them for commit.
-func (s *Service) getTask(ctx context.Context, finished wire.Task) (op, wire.Task, error) {
+func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (op, wire.Task, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.readyWithDataset(ctx); err != nil {
@@ -382,7 +349,7 @@ func (s *Service) getTask(ctx context.Context, finished wire.Task) (op, wire.Tas
 // dispatch hands out a task to trainer, for a GetTask that carried the
 // finish f, in memory; it returns the reply, the change and what to log
 // once the change is durable.
-func (s *Service) dispatch(trainer string, f taskqueue.Finished) (wire.Task, taskqueue.Change, func(), error) {
+func (s *datasetService) dispatch(trainer string, f taskqueue.Finished) (wire.Task, taskqueue.Change, func(), error) {
 	now := s.cfg.Clock.Now()
 	task, epoch, ch, err := s.q.DispatchFor(now, trainer, f)
 	switch {
@@ -408,10 +375,16 @@ func (s *Service) dispatch(trainer string, f taskqueue.Finished) (wire.Task, tas
 
 // taskReply is GetTask's answer for the dispatch epoch of a pending task
 // (or piece). Called with s.mu held.
-func (s *Service) taskReply(task, epoch int) wire.Task {
+func (s *datasetService) taskReply(task, epoch int) wire.Task {
 	e := s.q.Entry(task)
 	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(e.Of), Seed: s.taskSeed(e.Of),
 		From: e.Progress, To: e.To}
+	if s.name != wire.DefaultDataset {
+		reply.Dataset = s.name // empty for train: the replies of today's contract are unchanged
+	}
+	if s.ds.IsRange() {
+		reply.Start, reply.End = s.ds.Range(e.Of)
+	}
 	if task != e.Of {
 		reply.Piece, reply.Of = true, e.Of
 	}
@@ -420,7 +393,7 @@ func (s *Service) taskReply(task, epoch int) wire.Task {
 
 // reliefLog returns what to log, and tell the Observer, once the dispatch
 // of reply to trainer that relieved a straggler (r; nil: none) is durable.
-func (s *Service) reliefLog(r *taskqueue.Relief, reply wire.Task, trainer string) func() {
+func (s *datasetService) reliefLog(r *taskqueue.Relief, reply wire.Task, trainer string) func() {
 	if r == nil {
 		return func() {}
 	}
@@ -441,14 +414,14 @@ func (s *Service) reliefLog(r *taskqueue.Relief, reply wire.Task, trainer string
 }
 
 // TaskFinished records a finish report.
-func (s *Service) TaskFinished(ctx context.Context, t wire.Task) (wire.Report, error) {
+func (s *datasetService) TaskFinished(ctx context.Context, t wire.Task) (wire.Report, error) {
 	s.called(&t)
 	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) { return s.finish(t) })
 }
 
 // TaskFailed records a failure report; the reason is kept and logged cut
 // to wire.MaxErrorBytes.
-func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, error) {
+func (s *datasetService) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, error) {
 	s.called(&t)
 	return s.report(ctx, func() (wire.Report, taskqueue.Change, func(), error) {
 		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
@@ -462,7 +435,7 @@ func (s *Service) TaskFailed(ctx context.Context, t wire.Task) (wire.Report, err
 
 // TaskProgress records how far the current dispatch of a task got
 // (wire.Progress), and answers where it is to stop.
-func (s *Service) TaskProgress(ctx context.Context, p wire.Progress) (wire.ProgressReply, error) {
+func (s *datasetService) TaskProgress(ctx context.Context, p wire.Progress) (wire.ProgressReply, error) {
 	t := wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer}
 	s.called(&t)
 	var reply wire.ProgressReply
@@ -491,7 +464,7 @@ func (s *Service) TaskProgress(ctx context.Context, p wire.Progress) (wire.Progr
 // report runs a report's change in memory under the lock, then answers it
 // once the change is durable. A report refused with an error changed
 // nothing.
-func (s *Service) report(ctx context.Context, change func() (wire.Report, taskqueue.Change, func(), error)) (wire.Report, error) {
+func (s *datasetService) report(ctx context.Context, change func() (wire.Report, taskqueue.Change, func(), error)) (wire.Report, error) {
 	o, rep, err := s.reportChange(ctx, change)
 	if err != nil {
 		return 0, err
@@ -502,7 +475,7 @@ func (s *Service) report(ctx context.Context, change func() (wire.Report, taskqu
 	return rep, nil
 }
 
-func (s *Service) reportChange(ctx context.Context, change func() (wire.Report, taskqueue.Change, func(), error)) (op, wire.Report, error) {
+func (s *datasetService) reportChange(ctx context.Context, change func() (wire.Report, taskqueue.Change, func(), error)) (op, wire.Report, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.readyWithDataset(ctx); err != nil {
@@ -517,7 +490,7 @@ func (s *Service) reportChange(ctx context.Context, change func() (wire.Report, 
 
 // finish records a finish report in memory; it returns the report, the
 // change and what to log once the change is durable.
-func (s *Service) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), error) {
+func (s *datasetService) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), error) {
 	now := s.cfg.Clock.Now()
 	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, t.Trainer, now)
 	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer}
@@ -535,7 +508,7 @@ func (s *Service) finish(t wire.Task) (wire.Report, taskqueue.Change, func(), er
 }
 
 // expire is the timer's callback.
-func (s *Service) expire() {
+func (s *datasetService) expire() {
 	o, ok := s.expireChange()
 	if !ok {
 		return
@@ -547,7 +520,7 @@ func (s *Service) expire() {
 
 // expireChange sends the tasks whose deadline passed back to Todo (or
 // Failed) in memory; ok is false when none did.
-func (s *Service) expireChange() (op, bool) {
+func (s *datasetService) expireChange() (op, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.stale || s.q == nil {
@@ -564,7 +537,7 @@ func (s *Service) expireChange() (op, bool) {
 // storeFailed handles a failed Store write: after a lost leadership the
 // service stops; after any other failure it reloads before the next call.
 // Called with s.mu held.
-func (s *Service) storeFailed(err error) error {
+func (s *datasetService) storeFailed(err error) error {
 	if !errors.Is(err, ErrLeadershipLost) {
 		s.cfg.Log.WithError(err).Error("store write failed; the callers get the error and the state is reloaded before the next call")
 		s.stale = true
@@ -580,7 +553,7 @@ func (s *Service) storeFailed(err error) error {
 }
 
 // ready reloads the state after a failed commit. Called with s.mu held.
-func (s *Service) ready(ctx context.Context) error {
+func (s *datasetService) ready(ctx context.Context) error {
 	if s.closed {
 		return wire.ErrNotServing
 	}
@@ -592,7 +565,7 @@ func (s *Service) ready(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) readyWithDataset(ctx context.Context) error {
+func (s *datasetService) readyWithDataset(ctx context.Context) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
@@ -604,7 +577,7 @@ func (s *Service) readyWithDataset(ctx context.Context) error {
 
 // rearm schedules the expiry timer for the earliest pending deadline.
 // Called with s.mu held.
-func (s *Service) rearm() {
+func (s *datasetService) rearm() {
 	if s.timer != nil {
 		s.timer.Stop()
 		s.timer = nil
@@ -620,7 +593,7 @@ func (s *Service) rearm() {
 // changeLog returns what to log, and tell the Observer, once a change that
 // sent tasks back to Todo or discarded them is durable, after a failure
 // reported by trainer or a timeout; it reads the state now, under s.mu.
-func (s *Service) changeLog(ch taskqueue.Change, trainer string, cause RetryCause) func() {
+func (s *datasetService) changeLog(ch taskqueue.Change, trainer string, cause RetryCause) func() {
 	var logs []func()
 	now := s.cfg.Clock.Now()
 	for _, r := range ch.Records {
@@ -653,7 +626,7 @@ func (s *Service) changeLog(ch taskqueue.Change, trainer string, cause RetryCaus
 
 // passLog returns what to log once a change that may have ended a pass is
 // durable; it reads the state now, under s.mu.
-func (s *Service) passLog(ch taskqueue.Change) func() {
+func (s *datasetService) passLog(ch taskqueue.Change) func() {
 	switch {
 	case !ch.PassChanged:
 		return func() {}
@@ -666,7 +639,7 @@ func (s *Service) passLog(ch taskqueue.Change) func() {
 	}
 }
 
-func (s *Service) progress() logrus.Fields {
+func (s *datasetService) progress() logrus.Fields {
 	return logrus.Fields{"pass": s.q.Pass(), "todo": s.q.Count(taskqueue.Todo), "pending": s.q.Count(taskqueue.Pending),
 		"done": s.q.Count(taskqueue.Done), "failed": s.q.Count(taskqueue.Failed)}
 }
@@ -674,7 +647,7 @@ func (s *Service) progress() logrus.Fields {
 // Status returns a summary of the queues once what it shows is durable: it
 // reloads first after a failed commit, and waits for the changes in flight,
 // so it never shows a state a crash could undo.
-func (s *Service) Status(ctx context.Context) (wire.Status, error) {
+func (s *datasetService) Status(ctx context.Context) (wire.Status, error) {
 	o, st, err := s.status(ctx)
 	if err != nil {
 		return wire.Status{}, err
@@ -685,7 +658,7 @@ func (s *Service) Status(ctx context.Context) (wire.Status, error) {
 	return st, nil
 }
 
-func (s *Service) status(ctx context.Context) (op, wire.Status, error) {
+func (s *datasetService) status(ctx context.Context) (op, wire.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ready(ctx); err != nil {
@@ -695,7 +668,7 @@ func (s *Service) status(ctx context.Context) (op, wire.Status, error) {
 		return op{}, wire.Status{}, nil
 	}
 	return s.queue(taskqueue.Change{}), wire.Status{
-		DatasetReported: true, Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(), Tasks: s.q.NumTasks(),
+		Dataset: s.name, Round: s.round, DatasetReported: true, Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(), Tasks: s.q.NumTasks(),
 		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
 		Records: s.ds.NumRecords(), RecordsDone: s.q.DoneRecords(),

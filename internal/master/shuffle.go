@@ -14,17 +14,30 @@ import (
 // that a master that takes over continues the order the job started with,
 // whatever its own seed.
 
-// queueConfig returns the queues' configuration for ds, ordered by its
-// stored seed.
-func (s *Service) queueConfig(ds *dataset.Dataset) taskqueue.Config {
+// queueConfig returns the queues' configuration for ds at round, ordered
+// by its stored seed: the passes of every round up to it.
+func (s *datasetService) queueConfig(ds *dataset.Dataset, round int) taskqueue.Config {
 	cfg := s.cfg.Queue
 	cfg.Seed = ds.ShuffleSeed
+	cfg.Passes = s.passesPerRound(ds) * (round + 1)
 	return cfg
+}
+
+// passesPerRound is how many passes a round of ds runs: its own, else the
+// master's -passes.
+func (s *datasetService) passesPerRound(ds *dataset.Dataset) int {
+	switch {
+	case ds.Passes > 0:
+		return ds.Passes
+	case s.cfg.Queue.Passes > 0:
+		return s.cfg.Queue.Passes
+	}
+	return taskqueue.DefaultPasses
 }
 
 // warnSeed says so when a stored dataset's seed is not this master's: the
 // operator asked for an order the job will not have.
-func (s *Service) warnSeed(ds *dataset.Dataset) {
+func (s *datasetService) warnSeed(ds *dataset.Dataset) {
 	if ds.ShuffleSeed == s.cfg.ShuffleSeed {
 		return
 	}
@@ -36,7 +49,7 @@ func (s *Service) warnSeed(ds *dataset.Dataset) {
 // taskSeed returns the seed of a task's records in the current pass, for
 // the task handed out: 0 (file order) without a shuffle seed. Called with
 // s.mu held.
-func (s *Service) taskSeed(task int) uint64 {
+func (s *datasetService) taskSeed(task int) uint64 {
 	if s.ds.ShuffleSeed == 0 {
 		return 0
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
 	"sync"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -14,6 +16,7 @@ import (
 type Snapshot struct {
 	Dataset *dataset.Dataset
 	Pass    int
+	Round   int // the dataset's round (Service.StartRound)
 	// Entries yields the stored task entries, in any order, reading them as
 	// they are taken (taskqueue.Restore), so that a store need never hold
 	// them all at once; a read that fails ends it with the error. It may be
@@ -47,6 +50,7 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	ds      *dataset.Dataset
 	pass    int
+	round   int
 	records map[int]taskqueue.Record
 	commits int
 }
@@ -58,7 +62,7 @@ func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 func (m *MemoryStore) SaveDataset(_ context.Context, ds *dataset.Dataset) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ds, m.pass, m.records = ds, 0, map[int]taskqueue.Record{}
+	m.ds, m.pass, m.round, m.records = ds, 0, 0, map[int]taskqueue.Record{}
 	return nil
 }
 
@@ -66,7 +70,7 @@ func (m *MemoryStore) SaveDataset(_ context.Context, ds *dataset.Dataset) error 
 func (m *MemoryStore) Commit(_ context.Context, ch taskqueue.Change) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pass = ch.Pass
+	m.pass, m.round = ch.Pass, ch.Round
 	for _, r := range ch.Records {
 		m.records[r.Index] = r
 	}
@@ -82,7 +86,7 @@ func (m *MemoryStore) Load(context.Context) (*Snapshot, error) {
 	for _, r := range m.records {
 		records = append(records, r)
 	}
-	return &Snapshot{Dataset: m.ds, Pass: m.pass, Entries: taskqueue.Stored(records)}, nil
+	return &Snapshot{Dataset: m.ds, Pass: m.pass, Round: m.round, Entries: taskqueue.Stored(records)}, nil
 }
 
 // Commits returns how many changes were committed.
@@ -90,4 +94,62 @@ func (m *MemoryStore) Commits() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.commits
+}
+
+// Catalog keeps the stores of a job's datasets, one per name.
+type Catalog interface {
+	// Store returns the store of the dataset called name (which may hold
+	// nothing yet).
+	Store(ctx context.Context, name string) (Store, error)
+	// Names returns the names of the datasets stored, sorted; a name may
+	// hold nothing (a save that failed half way).
+	Names(ctx context.Context) ([]string, error)
+}
+
+// MemoryCatalog is a Catalog of MemoryStores.
+type MemoryCatalog struct {
+	mu     sync.Mutex
+	stores map[string]*MemoryStore
+}
+
+// NewMemoryCatalog returns a MemoryCatalog whose dataset train (wire's
+// DefaultDataset) is kept in train, nil for a new MemoryStore.
+func NewMemoryCatalog(train *MemoryStore) *MemoryCatalog {
+	if train == nil {
+		train = NewMemoryStore()
+	}
+	return &MemoryCatalog{stores: map[string]*MemoryStore{wire.DefaultDataset: train}}
+}
+
+// Store implements Catalog.
+func (c *MemoryCatalog) Store(_ context.Context, name string) (Store, error) {
+	return c.Memory(name), nil
+}
+
+// Memory returns the MemoryStore of the dataset called name.
+func (c *MemoryCatalog) Memory(name string) *MemoryStore {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.stores[name]
+	if !ok {
+		st = NewMemoryStore()
+		c.stores[name] = st
+	}
+	return st
+}
+
+// Names implements Catalog.
+func (c *MemoryCatalog) Names(context.Context) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var names []string
+	for name, st := range c.stores {
+		st.mu.Lock()
+		if st.ds != nil {
+			names = append(names, name)
+		}
+		st.mu.Unlock()
+	}
+	slices.Sort(names)
+	return names, nil
 }

@@ -77,6 +77,14 @@ var (
 	trainerHeld     = desc("trainmaster_trainer_task_held_seconds", "How long the trainer has held its oldest task (0: none).", "trainer")
 	trainerLastSeen = desc("trainmaster_trainer_last_seen_timestamp_seconds", "When the trainer last called, in Unix seconds.", "trainer")
 	trainerStalled  = desc("trainmaster_trainer_stalled", "1 when the trainer is silent for longer than a task takes, or a task it held timed out since.", "trainer")
+
+	// Each dataset of the job, train included (the series above without
+	// a dataset label are train's).
+	setPass        = desc("trainmaster_dataset_pass", "The dataset's current pass, from 0; equals trainmaster_dataset_passes once all are done.", "dataset")
+	setPasses      = desc("trainmaster_dataset_passes", "Passes over the dataset in the rounds started so far.", "dataset")
+	setRound       = desc("trainmaster_dataset_round", "The dataset's current round, from 0: each round runs its passes again.", "dataset")
+	setTasks       = desc("trainmaster_dataset_queue_tasks", "Tasks of the dataset's current pass in each queue.", "dataset", "queue")
+	setRecordsDone = desc("trainmaster_dataset_pass_records_done", "Records of the tasks done in the dataset's current pass.", "dataset")
 )
 
 // collector is the Monitor seen as a prometheus.Collector.
@@ -91,7 +99,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
 		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, relievedDesc, piecesDesc, discardsDesc, rejectedDesc,
 		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
-		trainerHeld, trainerLastSeen, trainerStalled} {
+		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone} {
 		ch <- d
 	}
 }
@@ -125,6 +133,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(datasetRecords, float64(j.Records))
 		gauge(passRecordsDone, float64(j.RecordsDone))
 		gauge(piecesDesc, float64(j.Pieces))
+	}
+	sets := st.Datasets
+	if st.Job != nil {
+		sets = append([]JobStatus{*st.Job}, sets...)
+	}
+	for _, j := range sets {
+		gauge(setPass, float64(j.Pass), j.Name)
+		gauge(setPasses, float64(j.Passes), j.Name)
+		gauge(setRound, float64(j.Round), j.Name)
+		gauge(setTasks, float64(j.Todo), j.Name, "todo")
+		gauge(setTasks, float64(j.Pending), j.Name, "pending")
+		gauge(setTasks, float64(j.Done), j.Name, "done")
+		gauge(setTasks, float64(j.Failed), j.Name, "failed")
+		gauge(setRecordsDone, float64(j.RecordsDone), j.Name)
 	}
 	counter(recordsDesc, float64(cn.records))
 	counter(dispatchesDesc, float64(cn.dispatches))

@@ -1,8 +1,16 @@
 // Package monitor keeps what a master shows of its job: per-trainer
 // figures, the rate of records over the last 30 minutes, the latest
 // failures and timeouts, and counters for Prometheus (metrics.go). It is a
-// master.Observer, told of every durable change; and it is told of each
-// term, so that it can read the leading service's queues when asked.
+// master.Observer, told of every durable change of every dataset of the
+// job; and it is told of each term, so that it can read the leading
+// service's queues when asked.
+//
+// The job's figures (Status.Job, the metrics without a dataset label) are
+// those of the dataset train, as before a job held several datasets; the
+// others (an evaluation dataset, say) are shown beside it
+// (Status.Datasets, the trainmaster_dataset_* metrics with a dataset
+// label). What counts tasks rather than describes a dataset counts them
+// all: the counters, the rate history, each trainer's totals and rate.
 //
 // What it promises: everything is in memory and bounded whatever trainers
 // send (at most Config.MaxTrainers trainers, least recently seen dropped
@@ -50,11 +58,15 @@ const (
 	// The job's rate history: 180 slots of 10 s, 30 minutes.
 	historySlot  = 10 * time.Second
 	historySlots = 180
+	// maxRateDatasets bounds the datasets whose rate is kept apart. The
+	// names come from the service, which bounds the datasets of a job
+	// (-max-datasets); a dataset beyond this has no rate and no ETA.
+	maxRateDatasets = 1024
 )
 
 // Monitor implements master.Observer. Its methods are safe for concurrent
 // use and hold its lock only briefly; Status and the metrics read the
-// leading service's queues (master.Service.Job) outside it.
+// leading service's queues (master.Service.Jobs) outside it.
 type Monitor struct {
 	cfg     Config
 	metrics *metrics
@@ -62,15 +74,17 @@ type Monitor struct {
 	mu       sync.Mutex
 	svc      *master.Service // the leading term's service; nil on a standby
 	trainers *trainers
-	history  window
-	born     time.Time // when the monitor was made: the rate history starts there
-	started  time.Time // when this process last started leading
-	events   []Event   // newest last, at most MaxEvents
+	history  window             // finishes of every dataset: Status.Rate
+	rates    map[string]*window // finishes of each dataset, over rateSpan: its RecordsPerSecond and ETAs
+	born     time.Time          // when the monitor was made: the rate history starts there
+	started  time.Time          // when this process last started leading
+	events   []Event            // newest last, at most MaxEvents
 	counts   counts
 	held     meanHold
 }
 
-// counts are the monitor's counters, exported as Prometheus counters.
+// counts are the monitor's counters, exported as Prometheus counters; they
+// count the tasks of every dataset.
 type counts struct {
 	dispatches, finishes, records, failures, timeouts, lost, discards, rejected int64
 	splits, backups                                                             int64 // stragglers relieved
@@ -103,7 +117,7 @@ func New(cfg Config) *Monitor {
 		cfg.StallAfter = DefaultStallAfter
 	}
 	return &Monitor{cfg: cfg, metrics: newMetrics(), trainers: newTrainers(cfg.MaxTrainers),
-		history: newWindow(historySlot, historySlots), born: cfg.Now()}
+		history: newWindow(historySlot, historySlots), rates: map[string]*window{}, born: cfg.Now()}
 }
 
 // Leading tells the monitor that svc is this process's service for a new
@@ -137,7 +151,7 @@ func (m *Monitor) Dispatched(name string, ev master.TaskEvent) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.counts.dispatches++
-	m.trainers.hold(m.trainers.seen(name, ev.At), ev.Index, ev.Pass, ev.At)
+	m.trainers.hold(m.trainers.seen(name, ev.At), key(ev), ev.Pass, ev.At)
 }
 
 // Finished implements master.Observer.
@@ -147,20 +161,48 @@ func (m *Monitor) Finished(name string, ev master.TaskEvent) {
 	m.counts.finishes++
 	m.counts.records += ev.Records
 	m.history.add(ev.At, ev.Records)
-	if holder := m.trainers.holders[ev.Index]; holder != nil {
-		if h, ok := holder.held[ev.Index]; ok {
+	task := key(ev)
+	m.addRate(task.dataset, ev.At, ev.Records)
+	if holder := m.trainers.holders[task]; holder != nil {
+		if h, ok := holder.held[task]; ok {
 			m.held.add(ev.At.Sub(h.since))
 		}
 	}
-	m.trainers.release(ev.Index)
-	m.trainers.seen(name, ev.At).finished(ev.Pass, ev.Records, ev.At)
+	m.trainers.release(task)
+	m.trainers.seen(name, ev.At).finished(task.dataset, ev.Pass, ev.Records, ev.At)
+}
+
+// addRate counts records finished at at to dataset's rate. Called with
+// m.mu held.
+func (m *Monitor) addRate(dataset string, at time.Time, records int64) {
+	w := m.rates[dataset]
+	if w == nil {
+		if len(m.rates) >= maxRateDatasets {
+			return
+		}
+		nw := newWindow(historySlot, int(rateSpan/historySlot))
+		w = &nw
+		m.rates[dataset] = w
+	}
+	w.add(at, records)
+}
+
+// rate returns dataset's records per second over rateSpan at now. Called
+// with m.mu held.
+func (m *Monitor) rate(dataset string, now time.Time) float64 {
+	w := m.rates[dataset]
+	if w == nil {
+		return 0
+	}
+	return w.rate(now, m.started, rateSpan)
 }
 
 // Retried implements master.Observer.
 func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCause) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	holder := m.trainers.release(ev.Index)
+	task := key(ev)
+	holder := m.trainers.release(task)
 	switch cause {
 	case master.CauseFailed:
 		m.counts.failures++
@@ -181,7 +223,7 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 	if len(m.events) == MaxEvents {
 		m.events = slices.Delete(m.events, 0, 1)
 	}
-	m.events = append(m.events, Event{Time: ev.At.UTC(), Task: ev.Index, Pass: ev.Pass, Trainer: name,
+	m.events = append(m.events, Event{Time: ev.At.UTC(), Dataset: task.dataset, Task: ev.Index, Pass: ev.Pass, Trainer: name,
 		Cause: cause.String(), Discarded: ev.Discarded, Reason: ev.Reason})
 }
 
@@ -235,21 +277,25 @@ func (m *Monitor) Status() Status {
 
 // status returns the status with at most shown trainers, and the counters.
 func (m *Monitor) status(shown int) (Status, counts) {
-	svc := m.service()
-	var job *master.JobState
-	if svc != nil {
-		if j, ok := svc.Job(); ok {
-			job = &j
-		}
+	var jobs []master.JobState
+	if svc := m.service(); svc != nil {
+		jobs = svc.Jobs() // outside m.mu: it takes the datasets' locks
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Now()
 	st := Status{Time: now.UTC(), Leading: m.svc != nil, Rate: m.history.series(now, m.born)}
-	pass, running := -1, false // -1: no job known, each trainer's latest pass
-	if job != nil {
-		st.Job = m.jobStatus(*job, now)
-		pass, running = job.Pass, !job.AllDone
+	// pass is train's: -1 while no job is known, each trainer's latest
+	// pass then; the job runs while one of its datasets does.
+	pass, running := -1, false
+	for _, j := range jobs {
+		js := m.jobStatus(j, now)
+		if j.Name == wire.DefaultDataset {
+			st.Job, pass = js, j.Pass
+		} else {
+			st.Datasets = append(st.Datasets, *js)
+		}
+		running = running || !j.AllDone
 	}
 	all := m.trainerStatus(now, pass, running)
 	st.Trainers, st.TrainersTotal = all[:min(len(all), shown)], len(all)
@@ -260,15 +306,19 @@ func (m *Monitor) status(shown int) (Status, counts) {
 	return st, m.counts
 }
 
-// jobStatus turns the service's state into the page's. Called with m.mu
-// held.
+// jobStatus turns a dataset's state in the service into the page's; its
+// rate and ETAs count its own finishes only. Called with m.mu held.
 func (m *Monitor) jobStatus(j master.JobState, now time.Time) *JobStatus {
 	js := &JobStatus{
+		Name: j.Name, Round: j.Round, RecordsPerTask: j.RecordsPerTask,
 		Dataset: j.Patterns, Files: j.Files, Chunks: j.Chunks, ChunksPerTask: j.ChunksPerTask, Tasks: j.Tasks,
 		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone,
 		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone, Pieces: j.Pieces,
-		RecordsPerSecond: m.history.rate(now, m.started, rateSpan),
+		RecordsPerSecond: m.rate(j.Name, now),
 		Discarded:        []DiscardedTask{},
+	}
+	if js.Dataset == nil {
+		js.Dataset = []string{} // an index-range dataset: [] in JSON, as a job with files
 	}
 	for _, r := range j.Discarded {
 		js.Discarded = append(js.Discarded, DiscardedTask{Task: r.Index, Timeouts: r.Timeouts, Reason: r.Error})

@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -36,6 +38,14 @@ func (c *clock) advance(d time.Duration) time.Time {
 	c.now = c.now.Add(d)
 	return c.now
 }
+
+// AfterFunc makes clock a master.Clock whose timers never fire: a
+// service on it times nothing out.
+func (c *clock) AfterFunc(time.Duration, func()) master.Timer { return stopped{} }
+
+type stopped struct{}
+
+func (stopped) Stop() bool { return true }
 
 func newMonitor(cfg Config) (*Monitor, *clock) {
 	c := &clock{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
@@ -271,6 +281,12 @@ trainmaster_trainer_tasks_total{trainer="a"} 1
 // jobService is a service with a dataset of 4 tasks of 3 records and 2
 // passes, accepted and untouched.
 func jobService(t *testing.T) *master.Service {
+	return trainService(t, master.Config{})
+}
+
+// trainService is a service configured by cfg, with jobService's dataset
+// as train.
+func trainService(t *testing.T, cfg master.Config) *master.Service {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "data.recordio")
 	record := func(i int) []byte { return fmt.Appendf(nil, "record %02d", i) }
@@ -279,7 +295,8 @@ func jobService(t *testing.T) *master.Service {
 	}
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	svc, err := master.New(master.Config{ChunksPerTask: 1, Log: log, Queue: taskqueue.Config{Passes: 2}})
+	cfg.ChunksPerTask, cfg.Log, cfg.Queue = 1, log, taskqueue.Config{Passes: 2}
+	svc, err := master.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,4 +305,198 @@ func jobService(t *testing.T) *master.Service {
 		t.Fatal(err)
 	}
 	return svc
+}
+
+// twoDatasets is a service on c telling m, with train (4 tasks of 3
+// records, 2 passes, as jobService) and eval, an index-range dataset of 25
+// records in tasks of 10 (3 tasks), 1 pass a round.
+func twoDatasets(t *testing.T, m *Monitor, c *clock) *master.Service {
+	t.Helper()
+	svc := trainService(t, master.Config{Observer: m, Clock: c})
+	if err := svc.DeclareDataset(context.Background(), wire.Dataset{Name: "eval", Records: 25, RecordsPerTask: 10, Passes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// TestDatasets: a job of train and eval. The status shows train as the
+// job, as before, and eval beside it; each has its own rate and ETAs; the
+// tasks of both, numbered each from 0, are told apart; a trainer's pass
+// figures are train's, its totals count both; the metrics describe each
+// dataset, the series without a dataset label train alone.
+func TestDatasets(t *testing.T) {
+	m, c := newMonitor(Config{})
+	svc := twoDatasets(t, m, c)
+	m.Leading(svc)
+	ctx := context.Background()
+	train, err := svc.GetTask(ctx, wire.Task{Trainer: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval, err := svc.GetTask(ctx, wire.Task{Dataset: "eval", Trainer: "e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if train.Index != eval.Index {
+		t.Fatalf("train's task %d, eval's %d: the test wants the same index in both", train.Index, eval.Index)
+	}
+	st := m.Status()
+	if a, e := trainerNamed(t, st, "a"), trainerNamed(t, st, "e"); a.Task == nil || a.Task.Dataset != "train" || a.Holding != 1 ||
+		e.Task == nil || e.Task.Dataset != "eval" || e.Task.Index != eval.Index || e.Holding != 1 {
+		t.Fatalf("held: a %+v (%+v), e %+v (%+v)", a, a.Task, e, e.Task)
+	}
+
+	c.advance(10 * time.Second)
+	eval.Trainer = "e"
+	if eval, err = svc.GetTask(ctx, eval); err != nil { // finishes eval's task, takes the next
+		t.Fatal(err)
+	}
+	train.Trainer = "a"
+	if _, err := svc.TaskFinished(ctx, train); err != nil {
+		t.Fatal(err)
+	}
+	st = m.Status()
+	j := st.Job
+	if j == nil || j.Name != "train" || j.Round != 0 || j.RecordsPerTask != 0 || j.Tasks != 4 || j.Records != 12 || j.Done != 1 || j.Todo != 3 || j.RecordsDone != 3 {
+		t.Fatalf("job: %+v", j)
+	}
+	near := func(what string, got *float64, want float64) {
+		t.Helper()
+		if got == nil || math.Abs(*got-want) > 1e-9 {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+	// 3 records of train in the 10 s since it leads: 9 left in this
+	// pass, 12 in the next; 10 of eval, 15 left in its one pass.
+	near("train's rate", &j.RecordsPerSecond, 0.3)
+	near("train's pass ETA", j.PassETASeconds, 30)
+	near("train's job ETA", j.JobETASeconds, 70)
+	if len(st.Datasets) != 1 {
+		t.Fatalf("datasets: %+v", st.Datasets)
+	}
+	d := st.Datasets[0]
+	if d.Name != "eval" || d.RecordsPerTask != 10 || d.Records != 25 || d.Tasks != 3 || d.Files != 0 || d.Dataset == nil || len(d.Dataset) != 0 ||
+		d.Pass != 0 || d.Passes != 1 || d.Todo != 1 || d.Pending != 1 || d.Done != 1 || d.RecordsDone != 10 {
+		t.Errorf("eval: %+v", d)
+	}
+	near("eval's rate", &d.RecordsPerSecond, 1)
+	near("eval's pass ETA", d.PassETASeconds, 15)
+	near("eval's job ETA", d.JobETASeconds, 15)
+	if a := trainerNamed(t, st, "a"); a.TasksPass != 1 || a.RecordsPass != 3 || a.TasksTotal != 1 || a.Holding != 0 {
+		t.Errorf("a: %+v", a)
+	}
+	if e := trainerNamed(t, st, "e"); e.TasksPass != 0 || e.RecordsPass != 0 || e.TasksTotal != 1 || e.RecordsTotal != 10 ||
+		e.RecordsPerSecond != 1 || e.Task == nil || e.Task.Dataset != "eval" || e.Task.Index != eval.Index {
+		t.Errorf("e (eval's tasks count in its totals, not in train's pass): %+v %+v", e, e.Task)
+	}
+
+	// The JSON: train as before, with its name; eval in datasets.
+	raw, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Job      map[string]any   `json:"job"`
+		Datasets []map[string]any `json:"datasets"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Job["name"] != "train" || doc.Job["tasks"] != 4.0 || doc.Job["records_per_pass"] != 12.0 {
+		t.Errorf("job in JSON: %v", doc.Job)
+	}
+	for _, absent := range []string{"round", "records_per_task"} {
+		if _, ok := doc.Job[absent]; ok {
+			t.Errorf("job in JSON has %q: %v", absent, doc.Job)
+		}
+	}
+	if len(doc.Datasets) != 1 || doc.Datasets[0]["name"] != "eval" || doc.Datasets[0]["records_per_task"] != 10.0 ||
+		doc.Datasets[0]["records_per_pass"] != 25.0 || fmt.Sprint(doc.Datasets[0]["dataset"]) != "[]" || doc.Datasets[0]["todo"] != 1.0 {
+		t.Errorf("datasets in JSON: %v", doc.Datasets)
+	}
+
+	// A failure of an eval task is an event of eval.
+	eval.Error, eval.Trainer = "bad range", "e"
+	if _, err := svc.TaskFailed(ctx, eval); err != nil {
+		t.Fatal(err)
+	}
+	if ev := m.Status().Events; len(ev) != 1 || ev[0].Dataset != "eval" || ev[0].Task != eval.Index || ev[0].Trainer != "e" || !strings.Contains(ev[0].Reason, "bad range") {
+		t.Errorf("events: %+v", ev)
+	}
+	// eval's round over, round 1 starts.
+	for finished := (wire.Task{Dataset: "eval", Trainer: "e"}); ; {
+		task, err := svc.GetTask(ctx, finished)
+		if wire.Is(err, wire.TextAllDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		task.Trainer, finished = "e", task
+	}
+	if round, err := svc.StartRound(ctx, wire.Round{Dataset: "eval", Round: 1}); err != nil || round != 1 {
+		t.Fatalf("round 1: %d, %v", round, err)
+	}
+	if d := m.Status().Datasets[0]; d.Round != 1 || d.Pass != 1 || d.Passes != 2 || d.Todo != 3 || d.AllDone {
+		t.Errorf("eval in round 1: %+v", d)
+	}
+
+	col := m.Collector()
+	if problems, err := testutil.CollectAndLint(col); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %+v", err, problems)
+	}
+	want := `
+# HELP trainmaster_tasks Tasks of the current pass in each queue.
+# TYPE trainmaster_tasks gauge
+trainmaster_tasks{queue="done"} 1
+trainmaster_tasks{queue="failed"} 0
+trainmaster_tasks{queue="pending"} 0
+trainmaster_tasks{queue="todo"} 3
+# HELP trainmaster_pass_records_done Records of the tasks done in the current pass.
+# TYPE trainmaster_pass_records_done gauge
+trainmaster_pass_records_done 3
+# HELP trainmaster_dataset_pass The dataset's current pass, from 0; equals trainmaster_dataset_passes once all are done.
+# TYPE trainmaster_dataset_pass gauge
+trainmaster_dataset_pass{dataset="eval"} 1
+trainmaster_dataset_pass{dataset="train"} 0
+# HELP trainmaster_dataset_passes Passes over the dataset in the rounds started so far.
+# TYPE trainmaster_dataset_passes gauge
+trainmaster_dataset_passes{dataset="eval"} 2
+trainmaster_dataset_passes{dataset="train"} 2
+# HELP trainmaster_dataset_round The dataset's current round, from 0: each round runs its passes again.
+# TYPE trainmaster_dataset_round gauge
+trainmaster_dataset_round{dataset="eval"} 1
+trainmaster_dataset_round{dataset="train"} 0
+# HELP trainmaster_dataset_queue_tasks Tasks of the dataset's current pass in each queue.
+# TYPE trainmaster_dataset_queue_tasks gauge
+trainmaster_dataset_queue_tasks{dataset="eval",queue="done"} 0
+trainmaster_dataset_queue_tasks{dataset="eval",queue="failed"} 0
+trainmaster_dataset_queue_tasks{dataset="eval",queue="pending"} 0
+trainmaster_dataset_queue_tasks{dataset="eval",queue="todo"} 3
+trainmaster_dataset_queue_tasks{dataset="train",queue="done"} 1
+trainmaster_dataset_queue_tasks{dataset="train",queue="failed"} 0
+trainmaster_dataset_queue_tasks{dataset="train",queue="pending"} 0
+trainmaster_dataset_queue_tasks{dataset="train",queue="todo"} 3
+# HELP trainmaster_dataset_pass_records_done Records of the tasks done in the dataset's current pass.
+# TYPE trainmaster_dataset_pass_records_done gauge
+trainmaster_dataset_pass_records_done{dataset="eval"} 0
+trainmaster_dataset_pass_records_done{dataset="train"} 3
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "trainmaster_tasks", "trainmaster_pass_records_done",
+		"trainmaster_dataset_pass", "trainmaster_dataset_passes", "trainmaster_dataset_round", "trainmaster_dataset_queue_tasks",
+		"trainmaster_dataset_pass_records_done"); err != nil {
+		t.Error(err)
+	}
+
+	// A standby shows no dataset.
+	m.Leading(nil)
+	if st := m.Status(); st.Job != nil || st.Datasets != nil {
+		t.Errorf("standby: job %+v, datasets %+v", st.Job, st.Datasets)
+	}
+	if raw, _ := json.Marshal(m.Status()); strings.Contains(string(raw), `"datasets"`) {
+		t.Errorf("standby's JSON names datasets: %s", raw)
+	}
+	if n := testutil.CollectAndCount(col, "trainmaster_dataset_pass", "trainmaster_dataset_queue_tasks"); n != 0 {
+		t.Errorf("a standby exports %d dataset series", n)
+	}
 }

@@ -17,22 +17,35 @@ type Status struct {
 	// they could not be read.
 	Masters      []discovery.Master `json:"masters"`
 	MastersError string             `json:"masters_error,omitempty"`
-	// Job is nil on a standby, and before a dataset is accepted.
+	// Job is the dataset train (wire.DefaultDataset): nil on a standby,
+	// and before it is accepted.
 	Job *JobStatus `json:"job,omitempty"`
+	// Datasets are the job's other datasets (an evaluation dataset, say),
+	// in name order; empty on a standby, or when train is the only one.
+	Datasets []JobStatus `json:"datasets,omitempty"`
 	// Trainers, stalled ones first, then slowest first; at most
 	// MaxShownTrainers of TrainersTotal.
 	Trainers      []TrainerStatus `json:"trainers"`
 	TrainersTotal int             `json:"trainers_total"`
 	// Rate is records per second in each 10-second slot of the last 30
-	// minutes, oldest first (finishes this process recorded while leading).
+	// minutes, oldest first (finishes this process recorded while leading,
+	// of every dataset).
 	Rate []RatePoint `json:"rate"`
 	// Events are the latest failures, timeouts and discards, newest first.
 	Events []Event `json:"events"`
 }
 
-// JobStatus is the job as the leader sees it.
+// JobStatus is a dataset of the job as the leader sees it.
 type JobStatus struct {
-	Dataset          []string `json:"dataset"`
+	Name string `json:"name"` // the dataset's name: "train", "eval", ...
+	// Round is the dataset's round, from 0: how many times its passes were
+	// started again (wire.Round) since its declaration. Pass and Passes
+	// count on across rounds: Passes is the passes of every round started.
+	Round int `json:"round,omitempty"`
+	// RecordsPerTask is set for an index-range dataset, which has no files
+	// and no chunks: its tasks are ranges of that many record indexes.
+	RecordsPerTask   int64    `json:"records_per_task,omitempty"`
+	Dataset          []string `json:"dataset"` // the file patterns; empty for an index-range dataset
 	Files            int      `json:"files"`
 	Chunks           int      `json:"chunks"`
 	ChunksPerTask    int      `json:"chunks_per_task"`
@@ -44,13 +57,13 @@ type JobStatus struct {
 	Todo             int      `json:"todo"`
 	Pending          int      `json:"pending"`
 	Done             int      `json:"done"`
-	Failed           int      `json:"failed"`           // discarded for this pass
-	RecordsDone      int64    `json:"records_done"`     // this pass
-	Pieces           int      `json:"pieces,omitempty"` // cut from stragglers in this pass, counted in the queues beside the tasks
-	RecordsPerSecond float64  `json:"records_per_second"`
+	Failed           int      `json:"failed"`             // discarded for this pass
+	RecordsDone      int64    `json:"records_done"`       // this pass
+	Pieces           int      `json:"pieces,omitempty"`   // cut from stragglers in this pass, counted in the queues beside the tasks
+	RecordsPerSecond float64  `json:"records_per_second"` // finishes of this dataset, over the last minute
 	// PassETASeconds and JobETASeconds are the time left to the end of
-	// this pass and of the last at the current rate; nil while no rate is
-	// known.
+	// this pass and of the last (of the current round) at the dataset's
+	// current rate; nil while no rate is known.
 	PassETASeconds *float64 `json:"pass_eta_seconds"`
 	JobETASeconds  *float64 `json:"job_eta_seconds"`
 	// Discarded are the tasks discarded for this pass (at most
@@ -68,11 +81,11 @@ type DiscardedTask struct {
 // TrainerStatus is one trainer's figures.
 type TrainerStatus struct {
 	Name             string  `json:"name"`
-	TasksPass        int64   `json:"tasks_pass"` // finished in the current pass
+	TasksPass        int64   `json:"tasks_pass"` // finished in the current pass of train
 	RecordsPass      int64   `json:"records_pass"`
-	TasksTotal       int64   `json:"tasks_total"` // finished since this master first saw it
+	TasksTotal       int64   `json:"tasks_total"` // finished since this master first saw it, of every dataset
 	RecordsTotal     int64   `json:"records_total"`
-	RecordsPerSecond float64 `json:"records_per_second"` // over the last minute
+	RecordsPerSecond float64 `json:"records_per_second"` // over the last minute, of every dataset
 	// Task is the oldest task it holds now (dispatched, not yet finished),
 	// nil when it holds none; Holding counts them (prefetch holds more).
 	Task     *HeldTask `json:"task,omitempty"`
@@ -87,7 +100,8 @@ type TrainerStatus struct {
 
 // HeldTask is a task a trainer holds.
 type HeldTask struct {
-	Index       int       `json:"index"`
+	Dataset     string    `json:"dataset"` // its dataset: "train", "eval", ...
+	Index       int       `json:"index"`   // its index in the dataset
 	Pass        int       `json:"pass"`
 	Since       time.Time `json:"since"`
 	HeldSeconds float64   `json:"held_seconds"`
@@ -102,6 +116,7 @@ type RatePoint struct {
 // Event is a task sent back or discarded.
 type Event struct {
 	Time      time.Time `json:"time"`
+	Dataset   string    `json:"dataset"` // the task's dataset: "train", "eval", ...
 	Task      int       `json:"task"`
 	Pass      int       `json:"pass"`
 	Trainer   string    `json:"trainer"` // who reported the failure, or held the task that timed out

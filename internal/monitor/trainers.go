@@ -3,6 +3,9 @@ package monitor
 import (
 	"container/list"
 	"time"
+
+	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/master"
 )
 
 // trainer is what the monitor keeps of one trainer.
@@ -14,9 +17,27 @@ type trainer struct {
 	tasksTotal, recordsTotal int64
 	failures, timeouts       int64
 	timedOutSinceSeen        bool
-	held                     map[int]heldSince // task -> since, the tasks it holds
+	held                     map[taskKey]heldSince // the tasks it holds
 	rate                     window
 	lru                      *list.Element
+}
+
+// taskKey names a task of the job: its dataset and its index there (the
+// datasets number their tasks each from 0).
+type taskKey struct {
+	dataset string
+	index   int
+}
+
+// key returns the task ev describes; an event naming no dataset is of
+// wire.DefaultDataset.
+func key(ev master.TaskEvent) taskKey {
+	return taskKey{dataset: wire.DatasetName(ev.Dataset), index: ev.Index}
+}
+
+// less orders tasks by dataset, then index.
+func (k taskKey) less(o taskKey) bool {
+	return k.dataset < o.dataset || k.dataset == o.dataset && k.index < o.index
 }
 
 type heldSince struct {
@@ -39,11 +60,11 @@ type trainers struct {
 	max     int
 	byName  map[string]*trainer
 	recent  *list.List // of *trainer, most recently seen first
-	holders map[int]*trainer
+	holders map[taskKey]*trainer
 }
 
 func newTrainers(max int) *trainers {
-	return &trainers{max: max, byName: map[string]*trainer{}, recent: list.New(), holders: map[int]*trainer{}}
+	return &trainers{max: max, byName: map[string]*trainer{}, recent: list.New(), holders: map[taskKey]*trainer{}}
 }
 
 // seen returns the trainer called name, added if new, as seen at now.
@@ -53,7 +74,7 @@ func (ts *trainers) seen(name string, now time.Time) *trainer {
 		for len(ts.byName) >= ts.max {
 			ts.drop(ts.recent.Back().Value.(*trainer))
 		}
-		t = &trainer{name: name, firstSeen: now, held: map[int]heldSince{}, rate: newWindow(trainerSlot, trainerSlots)}
+		t = &trainer{name: name, firstSeen: now, held: map[taskKey]heldSince{}, rate: newWindow(trainerSlot, trainerSlots)}
 		t.lru = ts.recent.PushFront(t)
 		ts.byName[name] = t
 	} else {
@@ -90,14 +111,14 @@ func (ts *trainers) forget(cutoff time.Time) {
 }
 
 // hold records that t holds task since at.
-func (ts *trainers) hold(t *trainer, task, pass int, at time.Time) {
+func (ts *trainers) hold(t *trainer, task taskKey, pass int, at time.Time) {
 	ts.release(task)
 	t.held[task] = heldSince{pass: pass, since: at}
 	ts.holders[task] = t
 }
 
 // release forgets who holds task and returns it (nil: nobody known).
-func (ts *trainers) release(task int) *trainer {
+func (ts *trainers) release(task taskKey) *trainer {
 	t := ts.holders[task]
 	if t != nil {
 		delete(t.held, task)
@@ -115,8 +136,16 @@ func (ts *trainers) newTerm() {
 	clear(ts.holders)
 }
 
-// finished counts a finished task of records in pass to t.
-func (t *trainer) finished(pass int, records int64, at time.Time) {
+// finished counts a finished task of records in pass of dataset to t: in
+// its totals and its rate whatever the dataset, in its pass figures when
+// the dataset is train (the pass the page shows is train's).
+func (t *trainer) finished(dataset string, pass int, records int64, at time.Time) {
+	t.tasksTotal++
+	t.recordsTotal += records
+	t.rate.add(at, records)
+	if dataset != wire.DefaultDataset {
+		return
+	}
 	if pass > t.pass {
 		t.pass, t.tasksPass, t.recordsPass = pass, 0, 0
 	}
@@ -124,15 +153,12 @@ func (t *trainer) finished(pass int, records int64, at time.Time) {
 		t.tasksPass++
 		t.recordsPass += records
 	}
-	t.tasksTotal++
-	t.recordsTotal += records
-	t.rate.add(at, records)
 }
 
 // oldest returns the task t has held longest.
-func (t *trainer) oldest() (task int, h heldSince, ok bool) {
+func (t *trainer) oldest() (task taskKey, h heldSince, ok bool) {
 	for i, hs := range t.held {
-		if !ok || hs.since.Before(h.since) || (hs.since.Equal(h.since) && i < task) {
+		if !ok || hs.since.Before(h.since) || (hs.since.Equal(h.since) && i.less(task)) {
 			task, h, ok = i, hs, true
 		}
 	}
@@ -152,7 +178,7 @@ func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) Trai
 		st.TasksPass, st.RecordsPass = t.tasksPass, t.recordsPass
 	}
 	if task, h, ok := t.oldest(); ok {
-		st.Task = &HeldTask{Index: task, Pass: h.pass, Since: h.since.UTC(), HeldSeconds: now.Sub(h.since).Seconds()}
+		st.Task = &HeldTask{Dataset: task.dataset, Index: task.index, Pass: h.pass, Since: h.since.UTC(), HeldSeconds: now.Sub(h.since).Seconds()}
 	}
 	return st
 }

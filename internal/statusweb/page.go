@@ -30,7 +30,12 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"more": func(i int) int { return i - 1 },
 	"pct":  pct,
 	"plur": plural,
+	// other says whether a task's dataset is worth naming: one but train.
+	"other": func(dataset string) bool { return dataset != "" && dataset != defaultDataset },
 }).Parse(pageHTML))
+
+// defaultDataset is wire.DefaultDataset: the job's figures are its.
+const defaultDataset = "train"
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	s.writePage(w, r, s.status(r.Context()))
@@ -71,6 +76,16 @@ type pageView struct {
 	Hidden    int // trainers not shown
 	MoreGone  int // discarded tasks not shown
 	ShowChart bool
+	// Sets are the rows of the datasets table, train first: none when
+	// train is the only dataset.
+	Sets []setRow
+}
+
+// setRow is a dataset of the job, a row of the datasets table.
+type setRow struct {
+	*monitor.JobStatus
+	Kind    string // "8 files in tasks of 10 chunks", "index range of 25 records in tasks of 10"
+	Records string // records done this pass, "10 of 25 · 40%"
 }
 
 // masterView is a master from the lock keys, with its page's URL.
@@ -137,7 +152,25 @@ func newPageView(st monitor.Status, refresh time.Duration, scheme, host string) 
 			v.Title = fmt.Sprintf("pass %d/%d, %s%%", j.Pass+1, j.Passes, pct(j.RecordsDone, j.Records))
 		}
 	}
+	if len(st.Datasets) > 0 {
+		if st.Job != nil {
+			v.Sets = append(v.Sets, newSetRow(st.Job))
+		}
+		for i := range st.Datasets {
+			v.Sets = append(v.Sets, newSetRow(&st.Datasets[i]))
+		}
+	}
 	return v
+}
+
+func newSetRow(j *monitor.JobStatus) setRow {
+	r := setRow{JobStatus: j, Records: fmt.Sprintf("%s of %s · %s%%", num(j.RecordsDone), num(j.Records), pct(j.RecordsDone, j.Records))}
+	if j.RecordsPerTask > 0 {
+		r.Kind = fmt.Sprintf("index range of %s records in tasks of %s", num(j.Records), num(j.RecordsPerTask))
+	} else {
+		r.Kind = fmt.Sprintf("%s in tasks of %s", plural(j.Files, "file", "files"), plural(j.ChunksPerTask, "chunk", "chunks"))
+	}
+	return r
 }
 
 // passRows returns the bars of the passes, and the share of the job done.
@@ -224,8 +257,19 @@ func (v *pageView) Ago(t time.Time) string {
 	return dur(d.Seconds()) + " ago"
 }
 
-// OtherPass says whether pass p is not the job's current one.
-func (v *pageView) OtherPass(p int) bool { return v.Job == nil || p != v.Job.Pass }
+// OtherPass says whether the held task t is not of its dataset's current
+// pass.
+func (v *pageView) OtherPass(t *monitor.HeldTask) bool {
+	if t.Dataset == "" || t.Dataset == defaultDataset {
+		return v.Job == nil || t.Pass != v.Job.Pass
+	}
+	for _, d := range v.Datasets {
+		if d.Name == t.Dataset {
+			return t.Pass != d.Pass
+		}
+	}
+	return true
+}
 
 // Updated is the time of the status, for people anywhere.
 func (v *pageView) Updated() string { return v.Time.UTC().Format("2006-01-02 15:04:05 UTC") }

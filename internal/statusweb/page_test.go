@@ -3,6 +3,7 @@ package statusweb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +64,27 @@ func leaderStatus() monitor.Status {
 			{Time: pageNow.Add(-9 * time.Second), Task: 17, Pass: 1, Trainer: hostile, Cause: "timed out"},
 		},
 	}
+}
+
+// twoDatasetsStatus is leaderStatus with two more datasets: eval, an
+// index-range dataset in its fourth round, and holdout, done; a trainer
+// holds a task of eval and one of eval's failed.
+func twoDatasetsStatus() monitor.Status {
+	st := leaderStatus()
+	st.Job.Name = "train"
+	st.Datasets = []monitor.JobStatus{{
+		Name: "eval", Round: 2, RecordsPerTask: 1000, Dataset: []string{}, Tasks: 25, Records: 25000, Pass: 4, Passes: 6,
+		Todo: 7, Pending: 2, Done: 16, RecordsDone: 16000, RecordsPerSecond: 310, Discarded: []monitor.DiscardedTask{},
+	}, {
+		Name: "holdout", RecordsPerTask: 10, Dataset: []string{}, Tasks: 10, Records: 100, Pass: 1, Passes: 1, AllDone: true,
+		Done: 10, Discarded: []monitor.DiscardedTask{},
+	}}
+	st.Trainers[0].Task.Dataset, st.Trainers[0].Task.Index, st.Trainers[0].Task.Pass = "eval", 4, 4
+	st.Trainers[2].Task.Dataset = "train"
+	st.Events[0] = monitor.Event{Time: pageNow.Add(-5 * time.Second), Dataset: "eval", Task: 4, Pass: 4, Trainer: "trainer-1",
+		Cause: "failed", Discarded: true, Reason: "disk " + st.Events[0].Reason}
+	st.Events[1].Dataset = "train"
+	return st
 }
 
 // standbyStatus is a standby's status; the leader's page is at leaderHTTP.
@@ -164,6 +186,8 @@ func TestPage(t *testing.T) {
 			hasText("#discarded", "2 this pass", "a very long reason <b>not bold</b>", "1 more is not shown"),
 			hasText("#events", "failed", "discarded", "timed out", "5 s ago", hostile),
 			hasText("#masters", "leader", "node-a", "pid 41", "· this page", "standby 1", "node-b", "http://10.0.0.2:8081/", "standby 2", "node-c", "no status page"),
+			absent("#datasets"), // train alone, not named
+			hasText("#queues", "Tasks of this pass · 52"),
 			escaped,
 			func(t *testing.T, body string, _ *html.Node) {
 				if !strings.Contains(body, `<meta http-equiv="refresh" content="7">`) {
@@ -207,6 +231,39 @@ func TestPage(t *testing.T) {
 			chartDrawn(false),
 			hasText("#trainers", "No trainer has called"),
 			absent("#pass-progress", "#queues"),
+		},
+	}, {
+		name:   "train and an index-range eval",
+		status: twoDatasetsStatus(),
+		checks: []check{
+			hasText("title", "pass 2/3, 46%"), // the job's figures are train's
+			hasText("#job-state", "Pass 2 of 3"),
+			hasText("#rate-now", "2,735"),
+			hasText("#rate-history", "every dataset, last 15 min"),
+			sets("train: 8 files in tasks of 10 chunks | 1 | 2 of 3 | 20 6 24 2 | 7,400 of 16,000 · 46% | 2,735",
+				"eval: index range of 25,000 records in tasks of 1,000 | 3 | 5 of 6 | 7 2 16 0 | 16,000 of 25,000 · 64% | 310",
+				"holdout: index range of 100 records in tasks of 10 | 1 | done 1 pass | 0 0 10 0 | 0 of 100 · 0% | 0"),
+			hasText("#datasets", "Datasets", "3, train first"),
+			hasText("#progress", "Progress · train"), hasText("#job", "Job · train"),
+			hasText("#queues", "Tasks of this pass · train, 52"), hasText("#discarded", "· train, 2 this pass"),
+			// The task of eval is of eval's current pass: no "of pass".
+			hasText("#trainers", "eval task 4 for 42 s", "task 30 for 2 s"),
+			hasText(".event.discarded", "eval 4", "disk"),
+			attrIs(".event.discarded", "data-dataset", "eval"),
+			escaped,
+		},
+	}, {
+		name: "an index-range train",
+		status: func() monitor.Status {
+			st := leaderStatus()
+			st.Job.Name, st.Job.Dataset, st.Job.Files, st.Job.Chunks, st.Job.ChunksPerTask = "train", []string{}, 0, 0, 0
+			st.Job.RecordsPerTask, st.Job.Round = 1000, 2
+			return st
+		}(),
+		checks: []check{
+			hasText("#job", "Datasetindex range of 16,000 records", "Records per task1,000", "Tasks per pass52", "Round3"),
+			absent("#datasets"),
+			hasText("#rate-history", "Records per second · last 15 min"),
 		},
 	}, {
 		name: "pieces cut from stragglers",
@@ -401,6 +458,24 @@ func passes(want ...string) check {
 			state += " " + attr(bar, "style")
 		}
 		return state
+	}, want...)
+}
+
+// sets: the rows of the datasets table, each as "name: kind | round |
+// pass | todo pending done failed | records | rate".
+func sets(want ...string) check {
+	return rows(".set", func(n *html.Node) string {
+		var cells []string
+		for c := range n.ChildNodes() {
+			if c.Type == html.ElementNode && c.Data == "td" {
+				cells = append(cells, strings.Join(strings.Fields(textOf(c)), " "))
+			}
+		}
+		if len(cells) != 10 {
+			return fmt.Sprintf("%d cells: %q", len(cells), cells)
+		}
+		return fmt.Sprintf("%s: %s | %s | %s | %s | %s | %s", cells[0], cells[1], cells[2], cells[3],
+			strings.Join(cells[4:8], " "), cells[8], cells[9])
 	}, want...)
 }
 

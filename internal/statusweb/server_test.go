@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/monitor"
@@ -170,5 +174,81 @@ func TestMastersInStatus(t *testing.T) {
 				t.Errorf("took %v", took)
 			}
 		})
+	}
+}
+
+// TestDatasetsThroughTheDoor: a leader serving train and an index-range
+// eval dataset shows eval beside the job in /status.json, in the
+// per-dataset metrics and in the page's datasets table.
+func TestDatasetsThroughTheDoor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data.recordio")
+	record := func(i int) []byte { return fmt.Appendf(nil, "record %02d", i) }
+	if err := recordio.WriteFile(path, 12, record, recordio.WithMaxChunkBytes(3*len(record(0)))); err != nil {
+		t.Fatal(err)
+	}
+	mon := monitor.New(monitor.Config{})
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	svc, err := master.New(master.Config{ChunksPerTask: 1, Observer: mon, Log: log}) // 4 tasks of 3 records
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ctx := context.Background()
+	if err := svc.ReportDataset(ctx, []string{path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.DeclareDataset(ctx, wire.Dataset{Name: "eval", Records: 25, RecordsPerTask: 10}); err != nil {
+		t.Fatal(err)
+	}
+	mon.Leading(svc)
+	if _, err := svc.GetTask(ctx, wire.Task{Dataset: "eval", Trainer: "evaluator"}); err != nil {
+		t.Fatal(err)
+	}
+	base := serveDoor(t, Config{Monitor: mon})
+
+	code, body := fetch(t, http.DefaultClient, base+"/status.json", "")
+	var st monitor.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 {
+		t.Fatalf("/status.json: %d %v %s", code, err, body)
+	}
+	if st.Job == nil || st.Job.Name != "train" || st.Job.Tasks != 4 || st.Job.Todo != 4 || len(st.Datasets) != 1 {
+		t.Fatalf("/status.json: job %+v, datasets %+v", st.Job, st.Datasets)
+	}
+	if d := st.Datasets[0]; d.Name != "eval" || d.RecordsPerTask != 10 || d.Records != 25 || d.Tasks != 3 || d.Todo != 2 || d.Pending != 1 {
+		t.Errorf("/status.json: eval %+v", d)
+	}
+	if tr := st.Trainers; len(tr) != 1 || tr[0].Task == nil || tr[0].Task.Dataset != "eval" {
+		t.Errorf("/status.json: trainers %+v", tr)
+	}
+
+	_, metrics := fetch(t, http.DefaultClient, base+"/metrics", "")
+	for _, want := range []string{
+		`trainmaster_tasks{queue="todo"} 4`,
+		`trainmaster_dataset_queue_tasks{dataset="eval",queue="pending"} 1`,
+		`trainmaster_dataset_queue_tasks{dataset="eval",queue="todo"} 2`,
+		`trainmaster_dataset_queue_tasks{dataset="train",queue="todo"} 4`,
+		`trainmaster_dataset_pass{dataset="eval"} 0`,
+		`trainmaster_dataset_passes{dataset="eval"} 1`,
+		`trainmaster_dataset_round{dataset="eval"} 0`,
+		`trainmaster_dataset_pass_records_done{dataset="train"} 0`,
+	} {
+		if !strings.Contains(metrics, "\n"+want+"\n") {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, doc := parsePage(t, resp.Body)
+	for _, c := range []check{
+		sets("train: 1 file in tasks of 1 chunk | 1 | 1 of 1 | 4 0 0 0 | 0 of 12 · 0% | 0",
+			"eval: index range of 25 records in tasks of 10 | 1 | 1 of 1 | 2 1 0 0 | 0 of 25 · 0% | 0"),
+		hasText("#trainers", "evaluator", "eval task 0"),
+	} {
+		c(t, "", doc)
 	}
 }

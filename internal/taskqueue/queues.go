@@ -81,6 +81,10 @@ type Change struct {
 	// Relief is set by a Dispatch that relieved a straggler
 	// (stragglers.go): what it did, for the log. Stores ignore it.
 	Relief *Relief
+	// Round is the dataset's round, stored with the pass: the queues know
+	// no rounds (their Config.Passes counts the passes of every round so
+	// far), the master sets it on every change it commits.
+	Round int
 }
 
 // Empty reports whether the change changed nothing.
@@ -90,7 +94,7 @@ func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 // committing both in order: a task touched by both keeps its later entry,
 // in the place of its first. It returns the merged change.
 func (c Change) Merge(later Change) Change {
-	c.Pass = later.Pass
+	c.Pass, c.Round = later.Pass, later.Round
 	c.PassChanged = c.PassChanged || later.PassChanged
 	if later.Relief != nil {
 		c.Relief = later.Relief
@@ -575,4 +579,22 @@ func Stored(records []Record) iter.Seq2[Record, error] {
 			}
 		}
 	}
+}
+
+// ErrPassesRunning is AddPasses's error while a pass runs.
+var ErrPassesRunning = errors.New("taskqueue: passes still running")
+
+// AddPasses runs n more passes once every pass is done (a dataset's next
+// round): the pass after the last one starts, every task untouched. The
+// change writes only the pass.
+func (q *Queues) AddPasses(n int) (Change, error) {
+	if !q.AllDone() {
+		return Change{}, fmt.Errorf("%w: pass %d of %d", ErrPassesRunning, q.pass, q.cfg.Passes)
+	}
+	if n <= 0 || n > math.MaxInt32-q.cfg.Passes {
+		return Change{}, fmt.Errorf("taskqueue: cannot add %d passes to %d", n, q.cfg.Passes)
+	}
+	q.cfg.Passes += n
+	q.startPass(q.pass)
+	return Change{Pass: q.pass, PassChanged: true}, nil
 }

@@ -9,7 +9,11 @@ Python 3 (snappy-compressed files need Debian's python3-snappy)::
                                       dataset=["/data/*.recordio"]):
         train_on(record.data)
 
-``Client`` gives more control; ``trainmaster.torch.TaskDataset`` feeds a
+``Client`` gives more control, and trains named datasets besides train:
+``Client(addr, dataset="eval")`` declares one (``declare``: RecordIO files,
+or an index-range dataset whose records it yields as indexes, which
+``Files`` maps to the trainer's files), runs it again (``start_round``) and
+shows its progress (``dataset_status``). ``trainmaster.torch.TaskDataset`` feeds a
 PyTorch DataLoader; ``python -m trainmaster`` reads RecordIO files and runs
 a trainer that prints per-pass digests like cmd/trainer's.
 """
@@ -19,15 +23,16 @@ from __future__ import annotations
 import ssl
 from typing import Iterator, Optional, Sequence
 
-from .client import Client, Record
+from .client import DEFAULT_DATASET, Client, Record
 from .digest import Digest
 from .discovery import EtcdResolver, addr_key
-from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, Unauthorized
+from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, RoundRunning, Unauthorized
+from .files import Files
 from .recordio import RecordIOError
 
 __all__ = [
-    "records", "Client", "Record", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
-    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "ConnectionLost",
+    "records", "Client", "Record", "Files", "DEFAULT_DATASET", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
+    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "RoundRunning", "ConnectionLost",
 ]
 
 

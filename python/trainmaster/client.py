@@ -1,8 +1,10 @@
 """The trainer's side of the contract, with go/client's promises: report the
-dataset, fetch tasks ahead in a background thread, yield their records,
+dataset (or declare a named one: files, or an index range whose records the
+trainer maps to its own storage), fetch tasks ahead in a background thread,
+yield their records,
 report a task finished only once every record of it was consumed, report a
 task failed when a block cannot be read, follow a failover (find the master
-again, report the dataset again to a master that lost it, retry with
+again, report or declare the dataset again to a master that lost it, retry with
 backoff on "master is not serving" and broken connections), and stop
 cleanly when all passes are done."""
 
@@ -18,16 +20,26 @@ import socket
 import ssl
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import recordio
 from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing
 from .rpc import Connection
-from .shuffle import in_training_order
+from .shuffle import in_training_order, shuffle
 
-__all__ = ["Client", "Record", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES"]
+__all__ = ["Client", "Record", "DEFAULT_DATASET", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES", "task_indexes"]
 
 log = logging.getLogger("trainmaster")
+
+# The dataset of calls that name none (go/wire.DefaultDataset): the one
+# report_dataset reports.
+DEFAULT_DATASET = "train"
+
+# How many times one call re-declares its dataset to a master answering
+# "dataset not reported" before it gives up and raises NoDataset: a master
+# that lost the dataset (a failover onto an empty store) takes it again at
+# once, so answering so again means something else is wrong.
+_MAX_REDECLARES = 3
 
 # The most of a failure reason the master keeps (go/wire.MaxErrorBytes).
 MAX_ERROR_BYTES = 1024
@@ -80,13 +92,21 @@ class Record(NamedTuple):
     learns the cut before yielding that record; a task whose cut the loop
     learns once past it ends without one. position is the record's place
     in its task's record order, from 0 (wire.Progress): a task handed out
-    again after a fault, or a piece, starts past 0."""
+    again after a fault, or a piece, starts past 0.
 
-    data: bytes
+    For a task of an index-range dataset (declared with records= and
+    records_per_task=: the task carries Start and End, no blocks) the client
+    reads nothing: data is None and index is the record's index in the
+    dataset, Start + position (Start + shuffle(End - Start, Seed)[position]
+    for a task with a Seed), for the trainer to read from its own storage
+    (see Files). For a record of a RecordIO task index is None."""
+
+    data: Optional[bytes]
     task: int
     pass_: int
     last: bool
     position: int
+    index: Optional[int] = None
 
 
 def _cut(raw: bytes, limit: int) -> str:
@@ -126,12 +146,21 @@ class Client:
     dispatch starts there (wire.Progress). A call waits call_timeout
     (seconds) for its reply; with a callable resolver, a call without a
     reply for 2 s asks it whether the master moved (a frozen master answers
-    nothing), and every 2 s again, and follows it at once if so."""
+    nothing), and every 2 s again, and follows it at once if so.
+    dataset is the name of the dataset this client trains (default
+    "train", the one report_dataset reports): its tasks are the ones
+    get_task asks for and records() yields, and every task and progress
+    report it sends names it; declare() declares it, start_round() and
+    dataset_status() are about it."""
 
     def __init__(self, resolver: Union[str, Callable[[], str]], *, token: Optional[str] = None,
                  tls: Optional[ssl.SSLContext] = None, server_name: Optional[str] = None, prefetch: int = 1,
                  min_backoff: float = 0.1, max_backoff: float = 5.0, call_timeout: float = 30.0,
-                 name: Optional[str] = None, progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
+                 name: Optional[str] = None, progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
+                 dataset: str = DEFAULT_DATASET) -> None:
+        if not isinstance(dataset, str):
+            raise TypeError(f"dataset is a dataset's name, not {type(dataset).__name__} "
+                            "(report the files of train with report_dataset)")
         self._resolve = resolver if callable(resolver) else (lambda: resolver)
         self._follows = callable(resolver)  # a fixed address cannot move: nothing to ask
         self.name = trainer_name(name)
@@ -142,23 +171,74 @@ class Client:
         self.progress_interval = progress_interval
         self._conn: Optional[Connection] = None
         self._mu = threading.Lock()
-        self._dataset: Optional[List[str]] = None
+        self.dataset = dataset or DEFAULT_DATASET
+        # What was reported or declared of each dataset, by name: the method
+        # and its argument, sent again to a master that answers "dataset not
+        # reported" for it.
+        self._declared: Dict[str, Tuple[str, Any]] = {}
         self._closed = threading.Event()
 
     # The contract's calls.
 
     def report_dataset(self, patterns: Sequence[str]) -> None:
-        """Reports the dataset (glob patterns of RecordIO files); the first
-        report accepted wins, later ones must name the same patterns."""
-        self._dataset = list(patterns)
-        self._call("ReportDataset", self._dataset)
+        """Reports the dataset train (glob patterns of RecordIO files); the
+        first report accepted wins, later ones must name the same patterns.
+        Once accepted it is remembered, and reported again to a master that
+        lost it."""
+        self._call("ReportDataset", list(patterns))
+        self._declared[DEFAULT_DATASET] = ("ReportDataset", list(patterns))
+
+    def declare(self, name: Optional[str] = None, *, patterns: Optional[Sequence[str]] = None,
+                records: Optional[int] = None, records_per_task: Optional[int] = None,
+                chunks_per_task: Optional[int] = None, passes: Optional[int] = None) -> None:
+        """Declares a named dataset (Master.DeclareDataset; name defaults to
+        this client's dataset): RecordIO files (patterns, cut into tasks of
+        chunks_per_task chunks), or an index-range dataset of records
+        records cut into tasks of records_per_task, whose tasks carry the
+        range of record indexes [Start, End) they cover and whose records
+        records() yields as indexes (Record.index). passes is how many
+        passes a round runs. A field not given (or 0) is left to the
+        master (its -chunks-per-task, -passes). The first declaration of a
+        name decides it; a later one must describe the same dataset, or is
+        refused (MasterError naming both). A declaration accepted is
+        remembered and sent again to a master that answers "dataset not
+        reported" for that dataset, as report_dataset's patterns are."""
+        name = name or self.dataset
+        d: Dict[str, Any] = {"Name": name}
+        for key, value in (("Patterns", list(patterns) if patterns is not None else None),
+                           ("ChunksPerTask", chunks_per_task), ("Records", records),
+                           ("RecordsPerTask", records_per_task), ("Passes", passes)):
+            if value:
+                d[key] = value
+        self._call("DeclareDataset", d)
+        self._declared[name] = ("DeclareDataset", d)
+
+    def start_round(self, round: int) -> int:  # noqa: A002 (the contract's name)
+        """Starts round `round` of this client's dataset (Master.StartRound):
+        its passes run again, round r being the r-th run from 0 (the
+        declaration starts round 0). Idempotent: a round already started is
+        not started again, so every trainer may ask. Returns the round now
+        current; raises RoundRunning when the current round is not over
+        (ask again once it is), MasterError for a round further ahead."""
+        return self._call("StartRound", {"Dataset": self.dataset, "Round": round})
+
+    def dataset_status(self, name: Optional[str] = None) -> Dict[str, Any]:
+        """The progress of a dataset (Master.DatasetStatus; default this
+        client's): wire.Status as a dict, with Dataset, its Round and the
+        names of every dataset of the job (Datasets); the master omits the
+        fields that are zero or empty (Round 0, Dataset "train"). A dataset
+        the job lacks shows DatasetReported False (it is not re-declared)."""
+        return self._call("DatasetStatus", name or self.dataset)
 
     def get_task(self) -> Task:
-        """Takes a task: a dict with Index, Epoch, Pass and Blocks, and
-        maybe From and To (the positions to start and stop at), Piece and Of
-        (a piece of task Of, cut off a straggler: wire.Task). Raises NoTask
-        when every task of the pass is out, AllDone at the end."""
-        return self._call("GetTask", {"Trainer": self.name})
+        """Takes a task of this client's dataset: a dict with Index, Epoch,
+        Pass and Blocks (or, for an index-range dataset, Start and End: the
+        record indexes [Start, End) it covers), and maybe From and To (the
+        positions to start and stop at), Piece and Of (a piece of task Of,
+        cut off a straggler: wire.Task), Seed and Dataset (omitted for
+        train). Raises NoTask when every task of the pass is out, AllDone
+        at the end."""
+        return self._call("GetTask", self._named({"Trainer": self.name}, self.dataset))
 
     def task_finished(self, task: Task) -> int:
         """Reports every record of task consumed; returns the report code."""
@@ -180,14 +260,30 @@ class Client:
         a piece for an idle trainer); 0: the task's end, unchanged. With
         within, the call gives up (ConnectionLost) after that many seconds
         without an answer instead of retrying until the master answers."""
-        reply = self._call("TaskProgress", {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"],
-                                            "Trainer": self.name, "Done": done}, within=within)
+        progress = {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"], "Trainer": self.name,
+                    "Done": done}
+        reply = self._call("TaskProgress", self._named(progress, self._dataset_of(task)), within=within)
         return {"Report": reply.get("Report", 0), "To": reply.get("To") or 0}
 
     def _report(self, task: Task) -> Task:
-        """What is sent back of a task: its identity, never its blocks, and
-        this trainer's name."""
-        return {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"], "Trainer": self.name}
+        """What is sent back of a task: its identity, never its blocks, this
+        trainer's name and the task's dataset."""
+        return self._named({"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"], "Trainer": self.name},
+                           self._dataset_of(task))
+
+    def _dataset_of(self, task: Task) -> str:
+        """The dataset of a task: the one the master named in it (it omits
+        train), else this client's."""
+        return task.get("Dataset") or self.dataset
+
+    @staticmethod
+    def _named(arg: Dict[str, Any], dataset: str) -> Dict[str, Any]:
+        """arg naming dataset; train is left unnamed, as the master's replies
+        leave it (the contract's default), so that what a train trainer
+        sends is what it sent before named datasets."""
+        if dataset != DEFAULT_DATASET:
+            arg["Dataset"] = dataset
+        return arg
 
     def status(self) -> Dict[str, Any]:
         """The master's progress (wire.Status as a dict)."""
@@ -261,9 +357,21 @@ class Client:
         log.info("trainmaster: no reply yet from %s, and the master is now at %s; calling it there", conn.addr, now)
         return f"no reply yet, and the master is now at {now}"
 
+    @staticmethod
+    def _about(method: str, arg: Any) -> Optional[str]:
+        """The dataset a call is about; None for a report or declaration."""
+        if method in ("ReportDataset", "DeclareDataset", "Authenticate"):
+            return None
+        if method == "DatasetStatus":
+            return arg or DEFAULT_DATASET
+        if isinstance(arg, dict):
+            return arg.get("Dataset") or DEFAULT_DATASET
+        return DEFAULT_DATASET
+
     def _call(self, method: str, arg: Any, *, within: Optional[float] = None) -> Any:
         give_up = None if within is None else time.monotonic() + within
         attempt = 0
+        redeclared = 0
         while True:
             if self._closed.is_set():
                 raise ConnectionLost("client closed")
@@ -278,10 +386,14 @@ class Client:
                 log.debug("trainmaster: %s failed (attempt %d), retrying: %s", method, attempt + 1, e)
                 self._drop(conn)
             except NoDataset:
-                if self._dataset is None or method == "ReportDataset":
+                about = self._about(method, arg)
+                declared = self._declared.get(about) if about is not None else None
+                if declared is None or redeclared >= _MAX_REDECLARES:
                     raise
-                log.info("trainmaster: the master lost the dataset; reporting it again")
-                self._call("ReportDataset", self._dataset)
+                redeclared += 1
+                log.info("trainmaster: the master lost dataset %s; %s it again", about,
+                         "reporting" if declared[0] == "ReportDataset" else "declaring")
+                self._call(*declared)
                 continue
             self._backoff(attempt)
             attempt += 1
@@ -335,9 +447,11 @@ class Client:
                         break
                     fetched = time.monotonic()
                     attempt = 0
+                    ranged = is_range(task)
                     try:
-                        records = in_training_order(task, read_task(task))
-                    except (recordio.RecordIOError, OSError) as e:
+                        # A range task's "records" are its record indexes.
+                        records: List[Any] = task_indexes(task) if ranged else in_training_order(task, read_task(task))
+                    except (recordio.RecordIOError, OSError, _BadRange) as e:
                         log.warning("trainmaster: task %d cannot be read, reporting it failed: %s", task["Index"], e)
                         self.task_failed(task, str(e))
                         continue
@@ -345,7 +459,7 @@ class Client:
                         self.task_finished(task)
                     while not stop.is_set():
                         try:
-                            ahead.put((task, records, fetched), timeout=0.1)
+                            ahead.put((task, records, fetched, ranged), timeout=0.1)
                             break
                         except queue.Full:
                             continue
@@ -370,13 +484,13 @@ class Client:
                     return
                 if isinstance(item, BaseException):
                     raise item
-                task, records, fetched = item
+                task, records, fetched, ranged = item
                 if reporting and time.monotonic() - fetched >= _CHECK_AFTER:
                     checked = position.check(task)
                     if checked is None:
                         continue  # another trainer's now: neither trained nor reported finished
                     task = checked
-                yield from position.begin(task, records)
+                yield from position.begin(task, records, ranged)
                 if not position.end() and not finish_when_read:
                     finished.put(task)
         finally:
@@ -429,10 +543,13 @@ class _Position:
         self._sent = 0
         self._dropped = False
 
-    def begin(self, task: Task, records: List[bytes]) -> Iterator[Record]:
+    def begin(self, task: Task, records: List[Any], ranged: bool = False) -> Iterator[Record]:
         """The records of task from its From on (an earlier dispatch trained
         those before it) up to its To, when set (the rest is a piece's, or
-        for a piece, the rest of its task's); records is cut to To."""
+        for a piece, the rest of its task's); records is cut to To. With
+        ranged, records are the record indexes of an index-range task, in
+        its record order (task_indexes): they go to Record.index, with data
+        None."""
         to = task.get("To") or 0
         if 0 < to < len(records):
             del records[to:]
@@ -448,8 +565,13 @@ class _Position:
             self._task, self._records, self._it, self._n, self._sent, self._dropped = task, records, it, n, start, False
             self._lasts, self._start = lasts, start
         root = (task.get("Of") or 0) if task.get("Piece") else task["Index"]  # Of 0 is omitted on the wire
-        return map(_make_record, zip(it, itertools.repeat(root, left), itertools.repeat(task["Pass"], left),
-                                     iter(lasts), itertools.count(start)))
+        fields = (itertools.repeat(root, left), itertools.repeat(task["Pass"], left), iter(lasts), itertools.count(start))
+        if ranged:
+            # zip pulls from its iterators in turn, all in C, with no other
+            # thread running in between: reading the list iterator last
+            # changes nothing to what a cut or a drop does.
+            return map(_make_record, zip(itertools.repeat(None, left), *fields, it))
+        return map(_make_record, zip(it, *fields, itertools.repeat(None, left)))
 
     def end(self) -> bool:
         """Ends the task; says whether it was dropped."""
@@ -523,6 +645,30 @@ class _Position:
             if cut:
                 log.info("trainmaster: the master cut task %d short at %d for an idle trainer; stopping there",
                          task["Index"], to)
+
+
+class _BadRange(ValueError):
+    """A range task whose range is no range: it is reported failed."""
+
+
+def is_range(task: Task) -> bool:
+    """Whether task is of an index-range dataset: it covers the record
+    indexes [Start, End) and has no blocks (the master omits Start 0)."""
+    return not task.get("Blocks") and (task.get("End") or 0) > 0
+
+
+def task_indexes(task: Task) -> List[int]:
+    """The record indexes of an index-range task in its record order, the
+    one positions count in: Start + i for position i, or, for a task with a
+    Seed, Start + shuffle(End - Start, Seed)[i], the order the records of a
+    RecordIO task are trained in."""
+    start, end = task.get("Start") or 0, task.get("End") or 0
+    if not 0 <= start <= end:
+        raise _BadRange(f"task {task.get('Index')}: bad record range [{start}, {end})")
+    seed = task.get("Seed") or 0
+    if not seed:
+        return list(range(start, end))
+    return [start + i for i in shuffle(end - start, seed)]
 
 
 def read_task(task: Task) -> List[bytes]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
-    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized",
+    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "RoundRunning",
     "ConnectionLost", "from_text",
 ]
 
@@ -13,6 +13,7 @@ TEXT_ALL_DONE = "all passes done"
 TEXT_NO_DATASET = "dataset not reported"
 TEXT_NOT_SERVING = "master is not serving"
 TEXT_UNAUTHORIZED = "not authenticated"
+TEXT_ROUND_RUNNING = "round still running"
 
 
 class MasterError(Exception):
@@ -28,8 +29,8 @@ class AllDone(MasterError):
 
 
 class NoDataset(MasterError):
-    """No dataset was reported yet (a master that lost it after a failover,
-    or a job not started)."""
+    """The dataset the call is about was not reported or declared yet (a
+    master that lost it after a failover, or a job not started)."""
 
 
 class NotServing(MasterError):
@@ -42,6 +43,11 @@ class Unauthorized(MasterError):
     one: final."""
 
 
+class RoundRunning(MasterError):
+    """StartRound asked for the next round of a dataset whose current round
+    is not over: ask again once it is."""
+
+
 class ConnectionLost(Exception):
     """The connection to the master failed: the call is retried elsewhere."""
 
@@ -51,7 +57,8 @@ def from_text(text: str) -> MasterError:
     when the text contains its contract text, as go/wire.Is does (the master
     wraps the contract's errors with its reasons)."""
     for cls, known in ((NotServing, TEXT_NOT_SERVING), (Unauthorized, TEXT_UNAUTHORIZED),
-                       (AllDone, TEXT_ALL_DONE), (NoTask, TEXT_NO_TASK), (NoDataset, TEXT_NO_DATASET)):
+                       (AllDone, TEXT_ALL_DONE), (NoTask, TEXT_NO_TASK), (NoDataset, TEXT_NO_DATASET),
+                       (RoundRunning, TEXT_ROUND_RUNNING)):
         if known in text:
             return cls(text)
     return MasterError(text)
