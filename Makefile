@@ -7,7 +7,13 @@ PKGS    := ./...
 FUZZTIME ?= 10s
 BIN     := bin
 
-.PHONY: all build test lint bench fuzz demo chaos clean
+.PHONY: all build test lint bench fuzz demo chaos clean image compose-test k8s-test
+
+# The image's version: the commit (and -dirty), unless given.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+IMAGE   ?= trainmaster
+# The image's build context: static binaries, the CA bundle, an empty data/.
+IMAGEDIR := build/image
 
 all: build
 
@@ -15,11 +21,14 @@ build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 # Everything CI checks: formatting, vet, every Go test with the race
-# detector, then the Python package's tests against the real binaries.
+# detector, the Python package's tests against the real binaries, then the
+# deployment files: the image and the compose cluster (a Docker engine and
+# docker-compose), the Kubernetes manifests.
 test: lint build
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	@echo "Python tests with $(PYTHON) ($$($(PYTHON) --version 2>&1))"
 	cd python && TRAINMASTER_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+	$(MAKE) compose-test k8s-test
 
 lint:
 	$(GO) vet $(PKGS)
@@ -57,4 +66,22 @@ chaos: build
 	$(BIN)/chaos -bin $(BIN) $(CHAOS_FLAGS)
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) build
+
+# The container image, FROM scratch (docker/Dockerfile): static binaries
+# built here, so that no base image is pulled.
+image:
+	rm -rf $(IMAGEDIR) && mkdir -p $(IMAGEDIR)/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(IMAGEDIR)/ ./cmd/...
+	cp /etc/ssl/certs/ca-certificates.crt docker/Dockerfile $(IMAGEDIR)/
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest $(IMAGEDIR)
+
+# The compose cluster of docker/compose.yaml on images built here, with the
+# leader's container killed mid-pass (docker/compose_test.go).
+compose-test: image
+	IMAGE=$(IMAGE):$(VERSION) $(GO) test -tags compose -count=1 -v -timeout 15m ./docker/
+
+# The Kubernetes manifests, decoded strictly against k8s.io/api (a module
+# of its own: docker/k8s).
+k8s-test:
+	cd docker/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...

@@ -59,6 +59,7 @@ type options struct {
 	httpAdvertise string
 	trainerGrace  time.Duration
 	shuffleSeed   uint64
+	version       bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	stragglers := fs.String("stragglers", "off", "what a trainer that finds todo empty gets while a task runs 1.5 times past its expected time: `off` (nothing), split (the rest of it, cut off as a piece, when its trainer reports progress; else a backup) or backup (a second dispatch of it)")
 	fs.DurationVar(&o.trainerGrace, "trainer-grace", master.DefaultTrainerGrace, "a named trainer holding tasks that has no connection for this long is lost: its tasks go back to the front of todo at once, not counted as timeouts (negative: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -171,10 +173,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.version {
+		fmt.Fprintln(os.Stdout, versionString())
+		return nil
+	}
 	log, err := newLogger(o.logLevel, stderr)
 	if err != nil {
 		return err
 	}
+	log.WithField("version", versionString()).Info("master starting")
 	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue, Dataset: o.patterns(),
 		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed, MaxDatasets: o.maxDatasets}
 	if o.datasetsFile != "" {

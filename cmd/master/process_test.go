@@ -57,7 +57,13 @@ var (
 
 func startMaster(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"-addr", "127.0.0.1:0", "-ttl", "2", "-log-level", "debug"}, args...)...)
+	return startMasterOf(t, binPath, args...)
+}
+
+// startMasterOf starts the master binary at bin.
+func startMasterOf(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-ttl", "2", "-log-level", "debug"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

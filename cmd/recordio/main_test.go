@@ -42,6 +42,18 @@ func TestWriteCatRoundTrip(t *testing.T) {
 	}
 }
 
+// TestGenerate: -generate writes its numbered records, stdin unread.
+func TestGenerate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.rio")
+	if code, _, stderr := runCmd(t, "ignored\n", "write", "-o", path, "-generate", "3", "-max-chunk-bytes", "16"); code != 0 {
+		t.Fatalf("write: %d %s", code, stderr)
+	}
+	code, stdout, stderr := runCmd(t, "", "cat", path)
+	if code != 0 || stdout != "record 00000000\nrecord 00000001\nrecord 00000002\n" {
+		t.Fatalf("cat: %d %q %s", code, stdout, stderr)
+	}
+}
+
 func TestFramedRoundTrip(t *testing.T) {
 	var in bytes.Buffer
 	records := []string{"with\nnewline", "", strings.Repeat("x", 3<<20)}
@@ -130,6 +142,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"write"}, 2, "-o FILE is required"},
 		{[]string{"write", "-o", "x", "-compressor", "lz4"}, 2, `unknown compressor "lz4"`},
 		{[]string{"write", "-o", "x", "-max-chunk-bytes", "0"}, 2, "must be positive"},
+		{[]string{"write", "-o", "x", "-generate", "-1"}, 2, "-generate must not be negative"},
+		{[]string{"write", "-o", "x", "-generate", "3", "-framed"}, 2, "no -framed"},
 		{[]string{"cat"}, 2, "no FILE given"},
 		{[]string{"cat", "/no/such/file.rio"}, 1, `"/no/such/file.rio": no such file`},
 		{[]string{"stat", "/no/such/*.rio"}, 1, `pattern "/no/such/*.rio" matches no file`},

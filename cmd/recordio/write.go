@@ -18,6 +18,7 @@ func runWrite(args []string, std stdio) error {
 	compressor := fs.String("compressor", "snappy", "chunk compression: none, snappy or gzip")
 	maxChunk := fs.Int("max-chunk-bytes", recordio.DefaultMaxChunkBytes, "start a new chunk when a record would take the chunk's record bytes past `n`")
 	framed := fs.Bool("framed", false, "stdin holds uint32 little-endian length + bytes per record, not lines")
+	generate := fs.Int("generate", 0, "write `n` records \"record 00000000\", \"record 00000001\", ... instead of reading stdin (demos, containers without a shell)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -34,7 +35,29 @@ func runWrite(args []string, std stdio) error {
 	if *maxChunk <= 0 {
 		return errUsage{fmt.Sprintf("-max-chunk-bytes must be positive, not %d", *maxChunk)}
 	}
-	return writeFile(*out, std.in, *framed, recordio.WithCompressor(c), recordio.WithMaxChunkBytes(*maxChunk))
+	in := std.in
+	switch {
+	case *generate < 0:
+		return errUsage{fmt.Sprintf("-generate must not be negative, not %d", *generate)}
+	case *generate > 0 && *framed:
+		return errUsage{"-generate writes its own records: no -framed"}
+	case *generate > 0:
+		in = generated(*generate)
+	}
+	return writeFile(*out, in, *framed, recordio.WithCompressor(c), recordio.WithMaxChunkBytes(*maxChunk))
+}
+
+// generated returns the lines of -generate n.
+func generated(n int) io.Reader {
+	r, w := io.Pipe()
+	go func() {
+		buf := bufio.NewWriter(w)
+		for i := range n {
+			fmt.Fprintf(buf, "record %08d\n", i)
+		}
+		w.CloseWithError(buf.Flush())
+	}()
+	return r
 }
 
 // writeFile writes the records of in to path through a temporary file, so a
