@@ -275,12 +275,7 @@ func (r *report) verify(pattern string, o options) error {
 				}
 			}
 			r.checkConsumed(r.consumed[[2]int{pass, task}], suffixes)
-			switch n := r.doneSet[[2]int{pass, task}]; {
-			case n == 0:
-				r.doneNever++
-			case n > 1:
-				r.doneTwice++
-			}
+			r.checkDone([2]int{pass, task})
 		}
 	}
 	// Pieces (-stragglers) follow the tasks; each one written is done
@@ -290,16 +285,26 @@ func (r *report) verify(pattern string, o options) error {
 			continue
 		}
 		r.pieces++
-		switch n := r.doneSet[k]; {
-		case n == 0:
-			r.doneNever++
-		case n > 1:
-			r.doneTwice++
-		}
+		r.checkDone(k)
 	}
 	r.records = ds.NumRecords() * int64(o.passes)
 	r.passBack = !slices.IsSorted(r.passes) || len(r.passes) == 0 || r.passes[len(r.passes)-1] != o.passes
 	return nil
+}
+
+// checkDone counts a task (or piece) of a pass not Done exactly once in
+// etcd, and notes which.
+func (r *report) checkDone(k [2]int) {
+	n := r.doneSet[k]
+	switch {
+	case n == 0:
+		r.doneNever++
+	case n > 1:
+		r.doneTwice++
+	default:
+		return
+	}
+	r.notes = append(r.notes, fmt.Sprintf("task %d of pass %d: Done %d times in etcd's history as the watch saw it", k[1], k[0], n))
 }
 
 // checkConsumed checks a task's consumptions in a pass (the trainers'
