@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import trainmaster
 from conftest import binary, write_dataset
 from test_progress import _Answers
 from test_shuffle import _Recording
@@ -172,6 +173,24 @@ def test_an_eval_dataset_runs_two_rounds_beside_train(tmp_path, master):
     assert ev.dataset_status()["AllDone"]
     train.close()
     ev.close()
+
+
+def test_records_trains_the_dataset_named(tmp_path, master):
+    pattern = write_dataset(tmp_path / "data", 1, 30)
+    _, addr = master()
+    with Client(addr, dataset="eval") as c:
+        c.declare(records=300, records_per_task=50)
+    # dataset (the files of train) is reported; dataset_name is trained.
+    got = list(trainmaster.records(addr=addr, dataset=[pattern], dataset_name="eval", name="eval-trainer"))
+    assert all(r.data is None for r in got)
+    assert sorted(r.index for r in got) == list(range(300))
+    with Client(addr) as c:
+        st = c.status()
+    assert st["DatasetReported"] and st["Datasets"] == ["eval", "train"] and st.get("Done", 0) == 0
+    # By default, train: its records, with data.
+    got = list(trainmaster.records(addr=addr))
+    assert [r.data for r in got] == list(recordio.scan(pattern.replace("*", "00")))
+    assert all(r.index is None for r in got)
 
 
 def test_range_tasks_with_a_seed_yield_their_indexes_shuffled(master):

@@ -1,5 +1,6 @@
 """trainmaster.torch.TaskDataset: a linear regression trains for two passes
-from a real master, with two DataLoader workers, each its own trainer."""
+from a real master, with two DataLoader workers, each its own trainer; and
+an index-range dataset, whose indexes go to the transform."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import random
 import subprocess
 from collections import Counter
 
+import pytest
 import torch
 from torch.utils.data import DataLoader
 
 from conftest import binary
+from trainmaster import Client
 from trainmaster.torch import TaskDataset
 
 
@@ -47,3 +50,33 @@ def test_linear_regression_over_two_passes(tmp_path, master):
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
     assert last < first / 20, f"loss {first:.4f} at the start, {last:.4f} at the end"
     assert abs(model.weight.item() - 3) < 0.2 and abs(model.bias.item() - 1) < 0.2
+
+
+def _example(index):
+    """What a trainer of an index-range dataset does with a record: reads
+    it from its own storage by its index (here, makes it up from it)."""
+    assert isinstance(index, int), f"transform got {index!r}, not an index"
+    return index, torch.tensor([float(index % 7)])
+
+
+def test_an_index_range_dataset_yields_each_index_once_per_pass_to_the_transform(master):
+    n, per_task, passes = 5000, 100, 2
+    proc, addr = master()
+    with Client(addr, dataset="eval") as c:
+        c.declare(records=n, records_per_task=per_task, passes=passes)
+    loader = DataLoader(TaskDataset(addr=addr, dataset_name="eval", transform=_example), batch_size=64, num_workers=2)
+    seen = Counter()
+    for ids, x in loader:
+        assert x.shape[1:] == (1,) and torch.equal(x[:, 0], (ids % 7).float())
+        seen.update(ids.tolist())
+    assert set(seen) == set(range(n)) and set(seen.values()) == {passes}, "every index once per pass:\n" + "".join(
+        l for l in proc.lines if "timed out" in l or "failed" in l or "pass" in l)[-3000:]
+    with Client(addr, dataset="eval") as c:
+        st = c.dataset_status()
+    assert st["Dataset"] == "eval" and st["AllDone"] and st["Pass"] == passes
+    assert st["Datasets"] == ["eval"]  # train was neither reported nor trained
+
+
+def test_a_dataset_name_that_is_no_name_is_refused():
+    with pytest.raises(TypeError, match="dataset_name is a dataset's name"):
+        TaskDataset(addr="127.0.0.1:1", dataset_name=["/data/*.recordio"])

@@ -15,7 +15,9 @@ or an index-range dataset whose records it yields as indexes, which
 ``Files`` maps to the trainer's files), runs it again (``start_round``) and
 shows its progress (``dataset_status``). ``trainmaster.torch.TaskDataset`` feeds a
 PyTorch DataLoader; ``python -m trainmaster`` reads RecordIO files and runs
-a trainer that prints per-pass digests like cmd/trainer's.
+a trainer that prints per-pass digests like cmd/trainer's. ``records``,
+``TaskDataset`` and ``python -m trainmaster train`` train train by default,
+and another dataset of the job with ``dataset_name=`` (``--dataset-name``).
 """
 
 from __future__ import annotations
@@ -38,15 +40,21 @@ __all__ = [
 
 def records(*, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
             dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
-            tls: Optional[ssl.SSLContext] = None, prefetch: int = 1, name: Optional[str] = None) -> Iterator[Record]:
+            tls: Optional[ssl.SSLContext] = None, prefetch: int = 1, name: Optional[str] = None,
+            dataset_name: str = DEFAULT_DATASET) -> Iterator[Record]:
     """Yields every record the master hands this trainer, until all passes
     are done. The master is found at addr, or through etcd at endpoints
-    (NS/master/addr); dataset, if given, is reported first. name is the
-    trainer's name the master shows (default "hostname-pid-xxxx")."""
+    (NS/master/addr); dataset, if given (glob patterns of RecordIO files),
+    is reported first as the dataset train. name is the trainer's name the
+    master shows (default "hostname-pid-xxxx"). dataset_name is the dataset
+    of the job to train (default "train"; Client's dataset): another one
+    must be declared (the master's -datasets file, or Client.declare); the
+    records of an index-range dataset come with data None and their index
+    (Record.index), for the trainer to read from its own storage."""
     if (addr is None) == (endpoints is None):
         raise ValueError("give either addr or endpoints")
     resolver = addr if addr is not None else EtcdResolver(endpoints or [], namespace)
-    with Client(resolver, token=token, tls=tls, prefetch=prefetch, name=name) as c:
+    with Client(resolver, token=token, tls=tls, prefetch=prefetch, name=name, dataset=dataset_name) as c:
         if dataset:
             c.report_dataset(dataset)
         yield from c.records()

@@ -3,7 +3,8 @@
     python -m trainmaster stat FILE...
     python -m trainmaster cat FILE...          # one record a line, as Python bytes literals
     python -m trainmaster train (--addr HOST:PORT | --endpoints URL,...) [--namespace NS]
-                                [--dataset 'PATTERN,...'] [--name NAME] [--token-file FILE] [--json]
+                                [--dataset 'PATTERN,...'] [--dataset-name NAME] [--name NAME]
+                                [--token-file FILE] [--json]
                                 [--record-delay SECONDS] [--progress-interval SECONDS]
 
 train prints, for each pass, the records and bytes it consumed and their
@@ -15,6 +16,12 @@ A task counts once its last record is consumed; a task dropped before it
 "records", "bytes", "digest"} ("from": the position of its first record
 consumed, past 0 for a task resumed or a piece of one), then one for each
 pass, {"pass", "records", "bytes", "digest"}.
+--dataset reports the RecordIO files of the dataset train first;
+--dataset-name trains another dataset of the job than train (declared by the
+master's -datasets file or by a trainer), as cmd/trainer -dataset-name does:
+a record of an index-range dataset has no data, and counts in the digests as
+its index, 8 bytes little-endian, so that the digests of Go and Python
+trainers of one pass add up.
 --name is the name it gives the master, for its per-trainer figures
 (default "hostname-pid-xxxx"); --record-delay pretends to train, sleeping that
 long on every record (for demos); --progress-interval is how often it
@@ -25,12 +32,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import struct
 import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
 from . import Client, Digest, EtcdResolver, recordio
-from .client import DEFAULT_PROGRESS_INTERVAL
+from .client import DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL
+
+
+def _counted(data: Optional[bytes], index: Optional[int]) -> bytes:
+    """What the digests count of a record (cmd/trainer's recordBytes): its
+    data, or the index of a record of an index-range dataset (no data), 8
+    bytes little-endian."""
+    if data is None:
+        return struct.pack("<Q", (index or 0) % (1 << 64))
+    return data
 
 
 def _stat(files: List[str]) -> int:
@@ -60,7 +77,7 @@ def _train(args: argparse.Namespace) -> int:
     # that does not follow them begins a dispatch (as cmd/trainer finds it).
     current: Optional[Tuple[int, int, int]] = None
     with Client(resolver, token=token, min_backoff=0.02, max_backoff=0.5, name=args.name,
-                progress_interval=args.progress_interval) as c:
+                progress_interval=args.progress_interval, dataset=args.dataset_name or DEFAULT_DATASET) as c:
         if args.dataset:
             c.report_dataset(args.dataset.split(","))
         for rec in c.records():
@@ -71,7 +88,7 @@ def _train(args: argparse.Namespace) -> int:
                 # its last record, or was dropped (another trainer has it):
                 # its records so far are no consumption of the task.
                 task, start = Digest(), rec.position
-            task.add(rec.data)
+            task.add(_counted(rec.data, rec.index))
             current = (rec.pass_, rec.task, rec.position + 1)
             if rec.last:
                 digests.setdefault(rec.pass_, Digest()).combine(task)
@@ -99,6 +116,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     where.add_argument("--endpoints", help="etcd URLs, comma-separated: the master's address is read there")
     train.add_argument("--namespace", default="", help="the job's etcd key prefix")
     train.add_argument("--dataset", help="comma-separated RecordIO glob patterns to report first")
+    train.add_argument("--dataset-name", default=DEFAULT_DATASET, metavar="NAME",
+                       help="train the dataset of this name (default train); a record of an index-range dataset "
+                            "counts in the digests as its index, 8 bytes little-endian")
     train.add_argument("--name", help="the trainer's name the master shows (default hostname-pid-xxxx)")
     train.add_argument("--progress-interval", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
                        help="report how far the trainer got in its task this often (0: never)")

@@ -10,15 +10,25 @@ pass, as a DataLoader's batched records would not be either.
 
     loader = DataLoader(TaskDataset(addr="127.0.0.1:8080", dataset=["/data/*.recordio"],
                                     transform=decode), batch_size=32, num_workers=2)
+
+dataset_name trains another dataset of the job than train. Of an
+index-range dataset (declared with Client.declare(records=...,
+records_per_task=...), or the master's -datasets file) the master hands out
+record indexes, not data: transform then receives each record's index and
+reads the record from the trainer's own storage (trainmaster.Files maps an
+index to a file and a record in it)::
+
+    loader = DataLoader(TaskDataset(addr="127.0.0.1:8080", dataset_name="eval",
+                                    transform=lambda i: load_example(i)), batch_size=32, num_workers=2)
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import torch.utils.data
 
-from .client import Client
+from .client import DEFAULT_DATASET, Client
 from .discovery import EtcdResolver
 
 __all__ = ["TaskDataset"]
@@ -27,31 +37,48 @@ __all__ = ["TaskDataset"]
 class TaskDataset(torch.utils.data.IterableDataset):
     """Yields transform(record) for every record the master hands this
     process, until all passes are done. The master is at addr, or found
-    through etcd at endpoints; dataset, if given, is reported first. name is
-    the trainer's name the master shows, default "hostname-pid-xxxx": each
-    DataLoader worker, a process of its own, is then a trainer of its own
-    name (a name given is shared by the workers)."""
+    through etcd at endpoints; dataset, if given (glob patterns of RecordIO
+    files), is reported first as the dataset train. name is the trainer's
+    name the master shows, default "hostname-pid-xxxx": each DataLoader
+    worker, a process of its own, is then a trainer of its own name (a name
+    given is shared by the workers).
+
+    dataset_name is the dataset of the job it trains (default "train"):
+    another one must be declared (Client.declare, or the master's -datasets
+    file). For a dataset of RecordIO files transform receives each record's
+    bytes; for an index-range dataset, whose records carry no data,
+    transform receives each record's index (an int in [0, records)) and
+    reads the record from the user's storage. Without transform the bytes,
+    or the index, are yielded as they are."""
 
     def __init__(self, *, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
                  dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
-                 transform: Optional[Callable[[bytes], Any]] = None, prefetch: int = 1,
-                 name: Optional[str] = None) -> None:
+                 transform: Optional[Callable[[Union[bytes, int]], Any]] = None, prefetch: int = 1,
+                 name: Optional[str] = None, dataset_name: str = DEFAULT_DATASET) -> None:
         super().__init__()
         if (addr is None) == (endpoints is None):
             raise ValueError("give either addr or endpoints")
         self.addr, self.endpoints, self.namespace = addr, list(endpoints or []), namespace
         self.dataset = list(dataset) if dataset else None
         self.token, self.transform, self.prefetch, self.name = token, transform, prefetch, name
+        if not isinstance(dataset_name, str):
+            raise TypeError(f"dataset_name is a dataset's name, not {type(dataset_name).__name__} "
+                            "(the files of train are dataset=)")
+        self.dataset_name = dataset_name or DEFAULT_DATASET
 
     def __iter__(self) -> Iterator[Any]:
         # Runs in each DataLoader worker: a client made here is that worker's.
         resolver = self.addr if self.addr is not None else EtcdResolver(self.endpoints, self.namespace)
-        with Client(resolver, token=self.token, prefetch=self.prefetch, name=self.name) as c:
+        with Client(resolver, token=self.token, prefetch=self.prefetch, name=self.name,
+                    dataset=self.dataset_name) as c:
             if self.dataset:
                 c.report_dataset(self.dataset)
             # The main process asks the workers for batches in turn: a worker
             # waiting to be asked must not hold a task the other waits for
             # ("no task available" at the end of a pass) while the main
             # process waits for that other one. Tasks are finished once read.
+            # A record of an index-range dataset has no data: its index
+            # stands for it.
             for rec in c.records(finish_when_read=True):
-                yield self.transform(rec.data) if self.transform else rec.data
+                item = rec.index if rec.data is None else rec.data
+                yield self.transform(item) if self.transform else item
