@@ -110,9 +110,10 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 
 // idle is a wait between two GetTask calls that found nothing: it reports
 // every consumed task at once, reports and declares the datasets again if
-// the master lost them (reportAgain), and sleeps for the next backoff delay. It returns early, so that the
-// caller asks again, as soon as the master records one of those finishes:
-// the pass may have been waiting for it.
+// the master lost them (reportAgain), and sleeps for the next backoff
+// delay. It returns early, so that the caller asks again, as soon as the
+// master records one of those finishes: the pass may have been waiting for
+// it.
 func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 	s.c.cfg.Log.WithError(why).Debug("client: no task, waiting")
 	if recorded, err := s.flush(ctx); err != nil || recorded {

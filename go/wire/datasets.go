@@ -3,7 +3,6 @@ package wire
 import (
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Named datasets. A job holds several datasets, each with its own tasks,
@@ -59,44 +58,6 @@ type Dataset struct {
 
 // IsRange reports whether d declares an index-range dataset.
 func (d Dataset) IsRange() bool { return d.Records != 0 || d.RecordsPerTask != 0 }
-
-// Equal reports whether two declarations describe the same dataset.
-func (d Dataset) Equal(o Dataset) bool {
-	return d.Name == o.Name && slices.Equal(d.Patterns, o.Patterns) && d.ChunksPerTask == o.ChunksPerTask &&
-		d.Records == o.Records && d.RecordsPerTask == o.RecordsPerTask && d.Passes == o.Passes
-}
-
-// String describes the declaration in one line, for errors and logs; the
-// patterns are cut short (at most three, of at most 100 bytes each).
-func (d Dataset) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%q: ", d.Name)
-	if d.IsRange() {
-		fmt.Fprintf(&b, "%d records in tasks of %d", d.Records, d.RecordsPerTask)
-	} else {
-		const shown, long = 3, 100
-		quoted := make([]string, 0, shown)
-		for _, p := range d.Patterns[:min(len(d.Patterns), shown)] {
-			if len(p) > long {
-				p = p[:long] + "..."
-			}
-			quoted = append(quoted, fmt.Sprintf("%q", p))
-		}
-		fmt.Fprintf(&b, "files [%s", strings.Join(quoted, " "))
-		if len(d.Patterns) > shown {
-			fmt.Fprintf(&b, " ...] (%d patterns)", len(d.Patterns))
-		} else {
-			b.WriteString("]")
-		}
-		if d.ChunksPerTask != 0 {
-			fmt.Fprintf(&b, " in tasks of %d chunks", d.ChunksPerTask)
-		}
-	}
-	if d.Passes != 0 {
-		fmt.Fprintf(&b, ", passes a round: %d", d.Passes)
-	}
-	return b.String()
-}
 
 // reservedNames are the names a dataset cannot take: the keys of the etcd
 // layout from before named datasets (doc/etcd.md), which a dataset's keys

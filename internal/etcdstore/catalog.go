@@ -26,7 +26,7 @@ type Catalog struct {
 // NewCatalog returns the Catalog of cfg's namespace; its stores share
 // counters (Stats) and compaction.
 func NewCatalog(cfg Config) *Catalog {
-	return &Catalog{cfg: New(cfg).cfg, sh: &shared{}}
+	return &Catalog{cfg: cfg.withDefaults(), sh: &shared{}}
 }
 
 // Stats returns the counters of every store of the catalog.

@@ -83,6 +83,11 @@ type Stats struct {
 
 // New returns a Store; it writes nothing until asked.
 func New(cfg Config) *Store {
+	return newStore(cfg.withDefaults(), rootPrefix(cfg.Namespace), &shared{})
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
 	if cfg.CompactEvery == 0 {
 		cfg.CompactEvery = 10000
 	}
@@ -95,7 +100,7 @@ func New(cfg Config) *Store {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return newStore(cfg, rootPrefix(cfg.Namespace), &shared{})
+	return cfg
 }
 
 func newStore(cfg Config, prefix string, sh *shared) *Store {

@@ -97,6 +97,7 @@ const (
 type Service struct {
 	cfg      Config
 	declared map[string]wire.Dataset
+	reserved map[string]bool // train and the declared datasets: the job keeps room for them
 
 	createMu sync.Mutex // one dataset created at a time, outside mu
 	mu       sync.Mutex
@@ -148,7 +149,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, declared: declared, sets: map[string]*datasetService{}, conns: map[string]int{}}
+	reserved := map[string]bool{wire.DefaultDataset: true}
+	for name := range declared {
+		reserved[name] = true
+	}
+	s := &Service{cfg: cfg, declared: declared, reserved: reserved, sets: map[string]*datasetService{}, conns: map[string]int{}}
 	s.cfg.Lost = func(err error) { s.lost(err, cfg.Lost) }
 	return s, nil
 }
@@ -232,14 +237,13 @@ func (s *Service) Restore(ctx context.Context) error {
 }
 
 // dataset returns the service of the dataset called name, creating and
-// restoring it when create is set or the dataset is train or declared
-// (else a dataset not yet known is refused with wire.ErrNoDataset).
+// restoring it when create is set or the dataset is reserved (else a dataset not yet known is refused with wire.ErrNoDataset).
 func (s *Service) dataset(ctx context.Context, name string, create bool) (*datasetService, error) {
 	name = wire.DatasetName(name)
 	if d, err := s.known(name); d != nil || err != nil {
 		return d, err
 	}
-	if _, declared := s.declared[name]; !create && !declared && name != wire.DefaultDataset {
+	if !create && !s.reserved[name] {
 		return nil, noDataset(name)
 	}
 	if err := wire.CheckDatasetName(name); err != nil {
@@ -250,7 +254,7 @@ func (s *Service) dataset(ctx context.Context, name string, create bool) (*datas
 	if d, err := s.known(name); d != nil || err != nil {
 		return d, err
 	}
-	if n := s.count(); n >= s.cfg.MaxDatasets && !s.reserved(name) {
+	if n := s.count(); n >= s.cfg.MaxDatasets && !s.reserved[name] {
 		return nil, errors.Errorf("master: the job holds %d datasets, the most it may (-max-datasets); dataset %q is refused", n, name)
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
@@ -286,33 +290,24 @@ func (s *Service) known(name string) (*datasetService, error) {
 	return s.sets[name], nil
 }
 
-// count is the number of datasets the job holds or keeps room for: train
-// and the declared ones count from the start.
+// count is the number of datasets the job holds or keeps room for: the
+// reserved ones count from the start.
 func (s *Service) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.sets)
-	for name := range s.declared {
+	for name := range s.reserved {
 		if s.sets[name] == nil {
 			n++
 		}
 	}
-	if _, ok := s.declared[wire.DefaultDataset]; !ok && s.sets[wire.DefaultDataset] == nil {
-		n++
-	}
 	return n
-}
-
-// reserved reports whether the job keeps room for the dataset called name.
-func (s *Service) reserved(name string) bool {
-	_, declared := s.declared[name]
-	return declared || name == wire.DefaultDataset
 }
 
 // forget drops a dataset whose first report was refused, so that it does
 // not count against MaxDatasets; train and the declared ones stay.
 func (s *Service) forget(name string, d *datasetService) {
-	if s.reserved(name) {
+	if s.reserved[name] {
 		return
 	}
 	s.mu.Lock()

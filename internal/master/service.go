@@ -77,7 +77,7 @@ func (s *datasetService) restore(ctx context.Context) (bool, error) {
 	case s.ds == nil:
 		return true, nil
 	case !matches(s.ds.Spec(), *s.declared):
-		return false, errors.Wrapf(ErrDeclaredDataset, "the store holds the dataset %v, this master declares %v", s.ds.Spec(), *s.declared)
+		return false, errors.Wrapf(ErrDeclaredDataset, "the store holds the dataset %s, this master declares %s", describeDataset(s.ds.Spec()), describeDataset(*s.declared))
 	}
 	return false, nil
 }
@@ -164,7 +164,7 @@ func (s *datasetService) stopLocked() {
 func (s *datasetService) Report(ctx context.Context, d wire.Dataset) error {
 	if s.declared != nil {
 		if !matches(*s.declared, d) {
-			return errors.Errorf("master: this master serves the dataset %v it declares; this call reports %v", *s.declared, d)
+			return errors.Errorf("master: this master serves the dataset %s it declares; this call reports %s", describeDataset(*s.declared), describeDataset(d))
 		}
 		return nil
 	}
@@ -183,16 +183,12 @@ func (s *datasetService) Report(ctx context.Context, d wire.Dataset) error {
 	return s.accept(ctx, d)
 }
 
-// build builds the dataset d describes.
+// build builds the dataset d describes, a declaration the Service checked
+// (checkDeclaration) before it got here.
 func (s *datasetService) build(d wire.Dataset) (*dataset.Dataset, error) {
-	if d.Passes < 0 {
-		return nil, errors.Errorf("master: dataset %q: %d passes", d.Name, d.Passes)
-	}
 	var ds *dataset.Dataset
 	var err error
 	switch {
-	case d.IsRange() && len(d.Patterns) > 0:
-		return nil, errors.Errorf("master: dataset %q gives both files and a number of records; an index-range dataset has no files", d.Name)
 	case d.IsRange():
 		ds, err = dataset.NewRange(d.Records, d.RecordsPerTask)
 	default:
@@ -253,7 +249,7 @@ func (s *datasetService) compareReported(d wire.Dataset) (bool, error) {
 		return false, nil
 	}
 	if spec := s.ds.Spec(); !matches(spec, d) {
-		return true, errors.Errorf("master: dataset already reported as %v; this call reports %v", spec, d)
+		return true, errors.Errorf("master: dataset already reported as %s; this call reports %s", describeDataset(spec), describeDataset(d))
 	}
 	return true, nil
 }
@@ -673,6 +669,25 @@ func (s *datasetService) status(ctx context.Context) (op, wire.Status, error) {
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
 		Records: s.ds.NumRecords(), RecordsDone: s.q.DoneRecords(),
 	}, nil
+}
+
+// describeDataset names a declaration in an error or a log line, short
+// whatever a client sent (its patterns by quotePatterns).
+func describeDataset(d wire.Dataset) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q: ", d.Name)
+	if d.IsRange() {
+		fmt.Fprintf(&b, "%d records in tasks of %d", d.Records, d.RecordsPerTask)
+	} else {
+		b.WriteString("files " + quotePatterns(d.Patterns))
+		if d.ChunksPerTask != 0 {
+			fmt.Fprintf(&b, " in tasks of %d chunks", d.ChunksPerTask)
+		}
+	}
+	if d.Passes != 0 {
+		fmt.Fprintf(&b, ", passes a round: %d", d.Passes)
+	}
+	return b.String()
 }
 
 // quotePatterns names a list of patterns, which may come from a client, in
