@@ -261,7 +261,7 @@ const (
 )
 
 // The contract's errors, one per text. A master wraps them with its reason
-// (fmt.Errorf("%w: %w", ErrNotServing, cause)); the text is what crosses
+// (WithKind(ErrNotServing, cause)); the text is what crosses
 // the wire.
 var (
 	ErrNoTask       = errors.New(TextNoTask)
