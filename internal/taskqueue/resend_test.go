@@ -11,7 +11,7 @@ import (
 func TestResend(t *testing.T) {
 	q := newQueues(t, Config{Timeout: time.Minute}, 4)
 	f := Finished{Task: 9, Epoch: 1, Pass: 0}
-	task, epoch, _, err := q.DispatchFor(t0, "a", f)
+	task, epoch, _, _, err := q.DispatchFor(t0, "a", f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestResend(t *testing.T) {
 	if _, _, ok := q.Resend("a", Finished{Task: 9, Epoch: 2}); ok {
 		t.Fatal("resent for another finish")
 	}
-	if _, _, _, err := q.DispatchFor(t0, "", f); err != nil {
+	if _, _, _, _, err := q.DispatchFor(t0, "", f); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, ok := q.Resend("", f); ok {
