@@ -119,8 +119,13 @@ func TestSplitStraggler(t *testing.T) {
 	if q.DoneRecords() != 226 {
 		t.Fatalf("%d records done, want 226 (tasks 0 and 2, and 26 of task 1)", q.DoneRecords())
 	}
+	checkSplitRestored(t, q, store, piece)
+}
 
-	// A restore keeps the piece and the cut.
+// checkSplitRestored: a restore of TestSplitStraggler's store keeps the
+// piece and the cut, and the pass ends with the piece.
+func checkSplitRestored(t *testing.T, q *Queues, store *orderStore, piece int) {
+	t.Helper()
 	r, err := Restore(q.cfg, 3, hundredRecords, store.pass, Stored(store.all()), at(43))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +133,7 @@ func TestSplitStraggler(t *testing.T) {
 	if p := r.Entry(3); r.Pieces() != 1 || p.Of != 1 || p.From != 26 || p.To != 100 || p.Trainer != "b" || r.Entry(1).Queue != Done || r.DoneRecords() != 226 {
 		t.Fatalf("restored: %d pieces, piece %+v, %d records done", r.Pieces(), r.Entry(3), r.DoneRecords())
 	}
-	_, ch, err = r.Finish(piece, 0, 1, "", at(50))
+	_, ch, err := r.Finish(piece, 0, 1, "", at(50))
 	if err != nil || !ch.PassChanged || r.Pass() != 1 || r.Pieces() != 0 {
 		t.Fatalf("finish of the piece: %+v %v; pass %d, %d pieces; want pass 1 without pieces", ch, err, r.Pass(), r.Pieces())
 	}
