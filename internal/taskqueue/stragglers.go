@@ -17,7 +17,8 @@ import (
 // when it started; for a task waiting behind others its trainer holds,
 // that × 1 + their number, counted from its dispatch). The most overdue
 // one goes first. A dispatch is relieved after StragglerMin at the
-// earliest.
+// earliest. What to do is decided from the state alone, without changing
+// it (relief.go: Stragglers.decide); relieve then applies the decision.
 //
 //   - Split (StragglersSplit, for a started dispatch whose trainer
 //     reports progress, once it has reported since it started): the rest of the task is cut at a record boundary; the
