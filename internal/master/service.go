@@ -347,7 +347,7 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (op, w
 // once the change is durable.
 func (s *datasetService) dispatch(trainer string, f taskqueue.Finished) (wire.Task, taskqueue.Change, func(), error) {
 	now := s.cfg.Clock.Now()
-	task, epoch, ch, err := s.q.DispatchFor(now, trainer, f)
+	task, epoch, ch, relieved, err := s.q.DispatchFor(now, trainer, f)
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
 		return wire.Task{}, ch, nil, wire.ErrNoTask
@@ -361,7 +361,7 @@ func (s *datasetService) dispatch(trainer string, f taskqueue.Finished) (wire.Ta
 		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
 	reply := s.taskReply(task, epoch)
 	ev := s.event(taskqueue.Record{Index: task, Entry: e}, now)
-	relief := s.reliefLog(ch.Relief, reply, trainer)
+	relief := s.reliefLog(relieved, reply, trainer)
 	return reply, ch, func() {
 		s.cfg.Log.WithFields(fields).Debug("task dispatched")
 		s.cfg.Observer.Dispatched(trainer, ev)

@@ -1,9 +1,10 @@
 package taskqueue
 
 import (
-	"fmt"
 	"math"
 	"time"
+
+	"github.com/pkg/errors"
 )
 
 // Config sets passes and the timeout policy. Zero fields take the defaults.
@@ -84,19 +85,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	switch {
 	case c.Passes < 0 || c.Passes > math.MaxInt32:
-		return c, fmt.Errorf("taskqueue: passes must be between 1 and %d, not %d", math.MaxInt32, c.Passes)
+		return c, errors.Errorf("taskqueue: passes must be between 1 and %d, not %d", math.MaxInt32, c.Passes)
 	case c.Timeout < 0 || c.TimeoutMin < 0:
-		return c, fmt.Errorf("taskqueue: timeouts must be positive, not %v and %v", c.Timeout, c.TimeoutMin)
+		return c, errors.Errorf("taskqueue: timeouts must be positive, not %v and %v", c.Timeout, c.TimeoutMin)
 	case c.TimeoutMin > c.Timeout:
-		return c, fmt.Errorf("taskqueue: minimum timeout %v is above the timeout %v", c.TimeoutMin, c.Timeout)
+		return c, errors.Errorf("taskqueue: minimum timeout %v is above the timeout %v", c.TimeoutMin, c.Timeout)
 	case c.Factor < 0:
-		return c, fmt.Errorf("taskqueue: timeout factor must be positive, not %v", c.Factor)
+		return c, errors.Errorf("taskqueue: timeout factor must be positive, not %v", c.Factor)
 	case c.MaxTimeouts < 0 || c.Window < 0 || c.MinSamples < 0:
-		return c, fmt.Errorf("taskqueue: max timeouts, window and min samples must be positive")
+		return c, errors.Errorf("taskqueue: max timeouts, window and min samples must be positive")
 	case c.Stragglers > StragglersBackup:
-		return c, fmt.Errorf("taskqueue: unknown straggler policy %d", c.Stragglers)
+		return c, errors.Errorf("taskqueue: unknown straggler policy %d", c.Stragglers)
 	case c.MinSamples > c.Window:
-		return c, fmt.Errorf("taskqueue: min samples %d is above the window %d", c.MinSamples, c.Window)
+		return c, errors.Errorf("taskqueue: min samples %d is above the window %d", c.MinSamples, c.Window)
 	}
 	return c, nil
 }

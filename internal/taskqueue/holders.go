@@ -25,10 +25,10 @@ import (
 //     (Release), without counting as timeouts.
 //
 // Only named trainers are tracked: those that send no name (wire.Unnamed)
-// cannot be told apart, and are served as before names existed.
+// cannot be told apart: they hold nothing, and are kept from no task.
 //
-// Memory: holders has an entry per pending task, holding one per trainer
-// holding tasks, avoid one per task sent back by a timeout and not yet
+// Memory (holders below): an entry per pending task, one per trainer
+// holding tasks, one per task sent back by a timeout and not yet
 // dispatched again; all bounded by the number of tasks.
 
 // holding is what the queues keep of a trainer while it holds tasks.
@@ -54,60 +54,116 @@ const maxDepth = 255
 // tracked reports whether the queues keep what trainer holds.
 func tracked(trainer string) bool { return trainer != "" && trainer != wire.Unnamed }
 
+// holders owns Entry.Trainer: who holds which pending task, what each
+// trainer holds, and which trainer a task that timed out is kept from.
+// Invariants: byTask has exactly the Pending entries with a tracked
+// Trainer; byTrainer has a trainer while it holds tasks, with their
+// number; avoid has no Pending task (a dispatch takes its task out).
+type holders struct {
+	byTask    map[int]string      // pending task -> its trainer
+	byTrainer map[string]*holding // trainer -> what it holds
+	avoid     map[int]avoidance   // task sent back by a timeout -> the trainer it was taken from
+}
+
+func newHolders() holders {
+	return holders{byTask: map[int]string{}, byTrainer: map[string]*holding{}, avoid: map[int]avoidance{}}
+}
+
+// apply moves a task from its old holder to its new one; a dispatch ends
+// the wait of a task kept from a trainer.
+func (h *holders) apply(task int, old, e *Entry) {
+	if old.Queue == Pending {
+		h.unhold(task)
+	}
+	if e.Queue == Pending {
+		h.hold(task, e.Trainer)
+		delete(h.avoid, task)
+	}
+}
+
+// fill sets the trainer of a pending entry.
+func (h *holders) fill(task int, e *Entry) {
+	if e.Queue == Pending {
+		e.Trainer = h.byTask[task]
+	}
+}
+
+// startPass forgets which tasks are kept from which trainer. No task is
+// pending when a pass starts, so nobody holds one.
+func (h *holders) startPass() {
+	clear(h.byTask)
+	clear(h.byTrainer)
+	clear(h.avoid)
+}
+
 // hold notes that task is pending with trainer.
-func (q *Queues) hold(task int, trainer string) {
+func (h *holders) hold(task int, trainer string) {
 	if !tracked(trainer) {
 		return
 	}
-	q.holders[task] = trainer
-	h := q.holding[trainer]
-	if h == nil {
-		h = &holding{}
-		q.holding[trainer] = h
+	h.byTask[task] = trainer
+	held := h.byTrainer[trainer]
+	if held == nil {
+		held = &holding{}
+		h.byTrainer[trainer] = held
 	}
-	h.tasks++
+	held.tasks++
 }
 
 // unhold notes that task is no longer pending with its holder.
-func (q *Queues) unhold(task int) {
-	trainer, ok := q.holders[task]
+func (h *holders) unhold(task int) {
+	trainer, ok := h.byTask[task]
 	if !ok {
 		return
 	}
-	delete(q.holders, task)
-	if h := q.holding[trainer]; h != nil {
-		if h.tasks--; h.tasks <= 0 {
-			delete(q.holding, trainer)
+	delete(h.byTask, task)
+	if held := h.byTrainer[trainer]; held != nil {
+		if held.tasks--; held.tasks <= 0 {
+			delete(h.byTrainer, trainer)
 		}
 	}
 }
 
-// depth returns how many tasks trainer holds, as a deadline allows for.
-func (q *Queues) depth(trainer string) int { return min(q.Holding(trainer), maxDepth) }
-
-// Holding returns how many pending tasks trainer holds.
-func (q *Queues) Holding(trainer string) int {
-	if h := q.holding[trainer]; h != nil {
-		return h.tasks
+// held returns how many pending tasks trainer holds.
+func (h *holders) held(trainer string) int {
+	if held := h.byTrainer[trainer]; held != nil {
+		return held.tasks
 	}
 	return 0
 }
 
 // started returns when the trainer holding e started on it: its dispatch,
 // or its trainer's last finish after that (the task waited behind it).
-func (q *Queues) started(e Entry) time.Time {
-	if h := q.holding[e.Trainer]; h != nil && h.lastFinish > nanos(e.Dispatched) {
-		return fromNanos(h.lastFinish)
+func (h *holders) started(e Entry) time.Time {
+	if held := h.byTrainer[e.Trainer]; held != nil && held.lastFinish > nanos(e.Dispatched) {
+		return fromNanos(held.lastFinish)
 	}
 	return e.Dispatched
 }
 
 // finishedBy notes that trainer finished a task at now.
-func (q *Queues) finishedBy(trainer string, now time.Time) {
-	if h := q.holding[trainer]; h != nil {
-		h.lastFinish = nanos(now)
+func (h *holders) finishedBy(trainer string, now time.Time) {
+	if held := h.byTrainer[trainer]; held != nil {
+		held.lastFinish = nanos(now)
 	}
 }
+
+// keepFrom keeps task, sent back to Todo, from trainer until until.
+func (h *holders) keepFrom(task int, trainer string, until time.Time) {
+	h.avoid[task] = avoidance{trainer: trainer, until: until}
+}
+
+// keeps reports whether task is kept from trainer at now.
+func (h *holders) keeps(task int, trainer string, now time.Time) bool {
+	a, ok := h.avoid[task]
+	return ok && a.trainer == trainer && now.Before(a.until)
+}
+
+// depth returns how many tasks trainer holds, as a deadline allows for.
+func (q *Queues) depth(trainer string) int { return min(q.Holding(trainer), maxDepth) }
+
+// Holding returns how many pending tasks trainer holds.
+func (q *Queues) Holding(trainer string) int { return q.holders.held(trainer) }
 
 // nextFor returns the position in q.todo of the task to hand trainer at
 // now: the first live one it is not kept from, within maxAvoidScan live
@@ -122,7 +178,7 @@ func (q *Queues) nextFor(trainer string, now time.Time) (int, bool) {
 			continue
 		}
 		scanned++
-		if a, ok := q.avoid[it.task]; ok && a.trainer == trainer && now.Before(a.until) {
+		if q.holders.keeps(it.task, trainer, now) {
 			continue
 		}
 		if i == q.todoHead {
@@ -150,7 +206,7 @@ func (q *Queues) Release(trainer string) (released []int, ch Change) {
 	if !tracked(trainer) {
 		return nil, ch
 	}
-	for task, holder := range q.holders {
+	for task, holder := range q.holders.byTask {
 		if holder == trainer {
 			released = append(released, task)
 		}
@@ -172,8 +228,8 @@ func (q *Queues) Release(trainer string) (released []int, ch Change) {
 
 // Holders returns the trainers holding tasks now, with how many each holds.
 func (q *Queues) Holders() map[string]int {
-	out := make(map[string]int, len(q.holding))
-	for name, h := range q.holding {
+	out := make(map[string]int, len(q.holders.byTrainer))
+	for name, h := range q.holders.byTrainer {
 		out[name] = h.tasks
 	}
 	return out

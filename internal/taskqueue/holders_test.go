@@ -2,6 +2,7 @@ package taskqueue
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -226,5 +227,56 @@ func TestRestoredTasksAreNotSamples(t *testing.T) {
 	}
 	if e := r.Entry(1); !e.Deadline.Equal(restart.Add(10 * time.Second)) {
 		t.Fatalf("restored task's deadline %v", e.Deadline)
+	}
+}
+
+// TestHoldersApply: an entry's change moves its task from the old holder
+// to the new one, counts what each trainer holds, tracks named trainers
+// only, and ends the wait of a task kept from a trainer once dispatched.
+func TestHoldersApply(t *testing.T) {
+	pending := func(trainer string) Entry { return Entry{Queue: Pending, Epoch: 1, Trainer: trainer} }
+	for _, tc := range []struct {
+		name      string
+		held      map[int]string // pending before, task -> trainer
+		old, e    Entry          // task 1's change
+		byTask    map[int]string
+		byTrainer map[string]int
+		kept      bool // task 1 still kept from "a" (it was before the change)
+	}{
+		{"dispatch", nil, Entry{Queue: Todo}, pending("a"), map[int]string{1: "a"}, map[string]int{"a": 1}, false},
+		{"dispatch beside another", map[int]string{2: "a"}, Entry{Queue: Todo}, pending("a"), map[int]string{1: "a", 2: "a"}, map[string]int{"a": 2}, false},
+		{"dispatch to no name", nil, Entry{Queue: Todo}, pending(""), map[int]string{}, map[string]int{}, false},
+		{"dispatch to wire.Unnamed", nil, Entry{Queue: Todo}, pending(wire.Unnamed), map[int]string{}, map[string]int{}, false},
+		{"finish", map[int]string{1: "a"}, pending("a"), Entry{Queue: Done}, map[int]string{}, map[string]int{}, true},
+		{"finish of one of two", map[int]string{1: "a", 2: "a"}, pending("a"), Entry{Queue: Done}, map[int]string{2: "a"}, map[string]int{"a": 1}, true},
+		{"timeout", map[int]string{1: "a"}, pending("a"), Entry{Queue: Todo, Timeouts: 1}, map[int]string{}, map[string]int{}, true},
+		{"backup by another", map[int]string{1: "a"}, pending("a"), pending("b"), map[int]string{1: "b"}, map[string]int{"b": 1}, false},
+		{"progress of the same dispatch", map[int]string{1: "a"}, pending("a"), Entry{Queue: Pending, Epoch: 1, Trainer: "a", Progress: 5}, map[int]string{1: "a"}, map[string]int{"a": 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHolders()
+			for task, trainer := range tc.held {
+				p := pending(trainer)
+				h.apply(task, &Entry{Queue: Todo}, &p)
+			}
+			h.keepFrom(1, "a", at(10))
+			h.apply(1, &tc.old, &tc.e)
+			counts := map[string]int{}
+			for name, held := range h.byTrainer {
+				counts[name] = held.tasks
+			}
+			if !maps.Equal(h.byTask, tc.byTask) || !maps.Equal(counts, tc.byTrainer) || h.keeps(1, "a", at(9)) != tc.kept {
+				t.Fatalf("holders %v, holding %v, task 1 kept from a: %v", h.byTask, counts, h.keeps(1, "a", at(9)))
+			}
+			e := Entry{Queue: tc.e.Queue}
+			h.fill(1, &e)
+			if want := tc.byTask[1]; e.Trainer != want {
+				t.Fatalf("filled trainer %q, want %q", e.Trainer, want)
+			}
+			h.startPass()
+			if len(h.byTask)+len(h.byTrainer)+len(h.avoid) != 0 {
+				t.Fatalf("a new pass keeps %v %v %v", h.byTask, h.byTrainer, h.avoid)
+			}
+		})
 	}
 }

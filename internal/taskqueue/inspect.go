@@ -70,4 +70,4 @@ func (q *Queues) NextDeadline() (time.Time, bool) {
 }
 
 // Timeout returns the timeout a dispatch of the task would get now.
-func (q *Queues) Timeout(task int) time.Duration { return q.timeoutFor(q.length(task)) }
+func (q *Queues) Timeout(task int) time.Duration { return q.timeoutFor(q.pieces.length(task)) }

@@ -1,8 +1,9 @@
 package taskqueue
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -30,7 +31,7 @@ const orderTask = -1
 // checkOrder refuses a seeded order the positions' int32 cannot hold.
 func checkOrder(cfg Config, numTasks int) error {
 	if cfg.Seed != 0 && numTasks > math.MaxInt32 {
-		return fmt.Errorf("taskqueue: %d tasks: a shuffled order holds at most %d", numTasks, math.MaxInt32)
+		return errors.Errorf("taskqueue: %d tasks: a shuffled order holds at most %d", numTasks, math.MaxInt32)
 	}
 	return nil
 }

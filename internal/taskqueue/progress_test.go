@@ -127,3 +127,47 @@ func TestProgressKeepsTheDispatchMemory(t *testing.T) {
 		t.Fatalf("depth %d after a progress report, want 1", d)
 	}
 }
+
+// TestProgressApply: a task has a mark while it has progress and is not
+// Done; a new position drops the report times of the old one, the same
+// position keeps them.
+func TestProgressApply(t *testing.T) {
+	reported := progressMark{done: 5, from: 2, at: 7, prev: 3}
+	for _, tc := range []struct {
+		name   string
+		before *progressMark // task 1's mark; nil: none
+		e      Entry
+		want   *progressMark
+	}{
+		{"first progress", nil, Entry{Queue: Pending, Progress: 5}, &progressMark{done: 5}},
+		{"no progress", nil, Entry{Queue: Pending}, nil},
+		{"the same position", &reported, Entry{Queue: Pending, Progress: 5}, &reported},
+		{"the same position, back in Todo", &reported, Entry{Queue: Todo, Progress: 5}, &reported},
+		{"a new position", &reported, Entry{Queue: Pending, Progress: 8}, &progressMark{done: 8}},
+		{"done", &reported, Entry{Queue: Done}, nil},
+		{"done, progress left in the entry", &reported, Entry{Queue: Done, Progress: 5}, nil},
+		{"failed", &reported, Entry{Queue: Failed, Progress: 5}, &reported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProgress()
+			if tc.before != nil {
+				p.marks[1] = *tc.before
+			}
+			p.apply(1, &Entry{}, &tc.e)
+			got, ok := p.marks[1]
+			if ok != (tc.want != nil) || ok && got != *tc.want || len(p.marks) > 1 {
+				t.Fatalf("marks %v, want task 1's %+v", p.marks, tc.want)
+			}
+			var e Entry
+			p.fill(1, &e)
+			if e.Progress != got.done {
+				t.Fatalf("filled progress %d, want %d", e.Progress, got.done)
+			}
+			p.reported("a", time.Second, &holders{})
+			p.startPass()
+			if len(p.marks) != 0 || p.interval("a") != time.Second {
+				t.Fatalf("a new pass keeps marks %v, forgets the reporters %v", p.marks, p.reporters)
+			}
+		})
+	}
+}

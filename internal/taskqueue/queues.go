@@ -2,112 +2,15 @@ package taskqueue
 
 import (
 	"container/heap"
-	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/pkg/errors"
+
 	"github.com/trainmaster/master/go/wire"
 )
-
-// Queue says where a task is in its pass.
-type Queue uint8
-
-// The queues; the numbers are persisted.
-const (
-	Todo    Queue = 0
-	Pending Queue = 1
-	Done    Queue = 2
-	Failed  Queue = 3
-)
-
-func (q Queue) String() string {
-	switch q {
-	case Todo:
-		return "todo"
-	case Pending:
-		return "pending"
-	case Done:
-		return "done"
-	case Failed:
-		return "failed"
-	}
-	return fmt.Sprintf("queue(%d)", uint8(q))
-}
-
-// Entry is the state of one task in one pass.
-type Entry struct {
-	Pass       int       // the pass it describes; older means untouched in the current pass
-	Queue      Queue     // where the task is
-	Epoch      int       // dispatches of the task in this pass
-	Timeouts   int       // timeouts and failure reports in this pass (the design's NumTimeout)
-	Seq        int64     // order in Todo: lower is dispatched first; negative for tasks sent to the front (Release)
-	Dispatched time.Time // Pending: when the current dispatch started
-	Deadline   time.Time // Pending: when the current dispatch times out (may be brought forward, see Config)
-	Error      string    // the last failure reason or timeout, for inspection
-	// Trainer is, while the task is Pending, the name of the trainer it
-	// was handed to ("" for one that sent none); empty in other queues.
-	Trainer string
-	// Progress is the position in the task's record order that its
-	// dispatches reported reaching in this pass (progress.go): a dispatch
-	// starts there. 0 when none did, and once the task is Done; a piece
-	// starts with its From.
-	Progress int
-	// For is, while the task is Pending, the finish that the GetTask which
-	// dispatched it carried (resend.go): a trainer that retries that call,
-	// its answer lost, gets the same dispatch again. Zero: none.
-	For Finished
-	// Of, From and To bound the records an entry covers (stragglers.go):
-	// positions From to To-1 of task Of's record order. A task has Of
-	// its own index and From 0; To 0 means to its end, and a task split
-	// in its pass has the position it was cut at. A piece, an entry past
-	// the dataset's tasks, is the rest of a task cut off in its pass.
-	Of, From, To int
-}
-
-// Record is one task's entry, as a Change carries it.
-type Record struct {
-	Index int
-	Entry
-}
-
-// Change is what one operation changed.
-type Change struct {
-	Pass        int      // the pass after the change; Passes once all are done
-	PassChanged bool     // the operation ended a pass
-	Records     []Record // new entries of the tasks it touched
-	// Relief is set by a Dispatch that relieved a straggler
-	// (stragglers.go): what it did, for the log. Stores ignore it.
-	Relief *Relief
-	// Round is the dataset's round, stored with the pass: the queues know
-	// no rounds (their Config.Passes counts the passes of every round so
-	// far), the master sets it on every change it commits.
-	Round int
-}
-
-// Empty reports whether the change changed nothing.
-func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
-
-// Merge folds a later change into c, so that committing c has the effect of
-// committing both in order: a task touched by both keeps its later entry,
-// in the place of its first. It returns the merged change.
-func (c Change) Merge(later Change) Change {
-	c.Pass, c.Round = later.Pass, later.Round
-	c.PassChanged = c.PassChanged || later.PassChanged
-	if later.Relief != nil {
-		c.Relief = later.Relief
-	}
-	for _, r := range later.Records {
-		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {
-			c.Records[i] = r
-			continue
-		}
-		c.Records = append(c.Records, r)
-	}
-	return c
-}
 
 // Errors of the operations. Reports that change nothing are not errors: they
 // return a wire.Report saying why.
@@ -119,11 +22,16 @@ var (
 	ErrFutureEpoch = errors.New("taskqueue: epoch from the future")
 )
 
-// Queues holds the state of every task of a dataset.
+// ErrPassesRunning is AddPasses's error while a pass runs.
+var ErrPassesRunning = errors.New("taskqueue: passes still running")
+
+// Queues holds the state of every task of a dataset: a slot per entry,
+// and beside the slots the parts that few entries need. Every change of
+// an entry goes through set, every pass starts through startPass.
 type Queues struct {
 	cfg      Config
 	records  func(task int) int64
-	tasks    int // the dataset's; entries past them are pieces (stragglers.go)
+	tasks    int // the dataset's; entries past them are pieces (pieces.go)
 	pass     int
 	entries  []slot
 	reasons  map[int]string // Entry.Error of the current pass, where not empty
@@ -137,15 +45,42 @@ type Queues struct {
 	nextFront int64
 	timers    deadlineHeap
 	avg       movingAverage
-	holders   map[int]string      // pending task -> its trainer (holders.go)
-	holding   map[string]*holding // trainer -> what it holds
-	avoid     map[int]avoidance   // task sent back by a timeout -> the trainer it was taken from
-	progress  map[int]progressMark
-	positions []int32                  // with a seed, each task's position in its pass's order (order.go)
-	spans     map[int]span             // Of, From and To of the entries that have them (stragglers.go)
-	relieved  int                      // splits and backups in this pass
-	reporters map[string]time.Duration // trainers that report progress -> their interval (progress.go)
-	answers   map[int]Finished         // pending task -> the finish its dispatch answered (resend.go)
+	positions []int32 // with a seed, each task's position in its pass's order (order.go)
+
+	holders  holders  // who holds which pending task (holders.go)
+	progress progress // the progress the dispatches reported (progress.go)
+	pieces   pieces   // the bounds of pieces and split tasks (pieces.go)
+	resends  resends  // the finishes the pending dispatches answered (resend.go)
+}
+
+// The parts of Queues, each applied, filled and started by the one path
+// below; called concretely, not through part, so that the calls of every
+// entry's read and write inline.
+var _ = [...]part{(*holders)(nil), (*progress)(nil), (*pieces)(nil), (*resends)(nil)}
+
+// applyParts keeps every part in step with a task's new entry e (old: the
+// one it replaces). Pieces go first: the records Done count its bounds.
+func (q *Queues) applyParts(task int, old, e *Entry) {
+	q.pieces.apply(task, old, e)
+	q.resends.apply(task, old, e)
+	q.holders.apply(task, old, e)
+	q.progress.apply(task, old, e)
+}
+
+// fillParts sets the fields every part owns on a task's entry.
+func (q *Queues) fillParts(task int, e *Entry) {
+	q.pieces.fill(task, e)
+	q.resends.fill(task, e)
+	q.holders.fill(task, e)
+	q.progress.fill(task, e)
+}
+
+// startParts has every part forget the pass that ended.
+func (q *Queues) startParts() {
+	q.pieces.startPass()
+	q.resends.startPass()
+	q.holders.startPass()
+	q.progress.startPass()
 }
 
 type todoItem struct {
@@ -153,175 +88,23 @@ type todoItem struct {
 	seq  int64
 }
 
-// New returns the queues of numTasks tasks at the start of pass 0;
-// records(i) is the number of records of task i.
-func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error) {
-	return Restore(cfg, numTasks, records, 0, nil, time.Time{})
-}
-
-// Restore rebuilds queues from a stored pass and the stored entries, taken
-// one at a time from stored (nil: none) so that they are never all held at
-// once; entries of other passes are ignored. A stored pass beyond
-// cfg.Passes (the job was restarted with fewer passes) means every pass is
-// done. Every entry of the current pass is checked (CheckRecord) and the
-// first bad one, or the first error stored yields, is returned.
-//
-// Pending tasks keep their stored deadline, but at least Config.TimeoutMin
-// from now: their trainers may have been cut off from the master while it
-// changed, and deserve the time to report. No more: every restore starts
-// that time again, so a longer one (a whole initial timeout, or the
-// holders' grace) would hold the last task of a pass, held by a trainer
-// that died, for as long as failovers keep coming faster than it. Their dispatch
-// time becomes the restore's. The moving average starts empty, so a new
-// dispatch's timeout is Config.Timeout until MinSamples dispatches have
-// finished; the finishes of restored tasks are not samples of it: their
-// dispatch time is the restore's, so the first to finish would be those
-// nearly done, and the average would come out short enough to time out
-// the others while their trainers still train them.
-func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored iter.Seq2[Record, error], now time.Time) (*Queues, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if numTasks <= 0 {
-		return nil, fmt.Errorf("taskqueue: %d tasks: a dataset needs at least one", numTasks)
-	}
-	if err := checkOrder(cfg, numTasks); err != nil {
-		return nil, err
-	}
-	if pass < 0 || pass > math.MaxInt32 {
-		return nil, fmt.Errorf("taskqueue: stored pass %d is negative or too large", pass)
-	}
-	pass = min(pass, cfg.Passes)
-	q := &Queues{cfg: cfg, records: records, tasks: numTasks, entries: make([]slot, numTasks), reasons: map[int]string{}, avg: newMovingAverage(cfg.Window),
-		holders: map[int]string{}, holding: map[string]*holding{}, avoid: map[int]avoidance{}, progress: map[int]progressMark{}, spans: map[int]span{}, reporters: map[string]time.Duration{}, answers: map[int]Finished{}}
-	for i := range q.entries {
-		q.entries[i].pass = -1
-	}
-	q.startPass(pass)
-	if stored != nil {
-		for r, err := range stored {
-			if err != nil {
-				return nil, err
-			}
-			if err := q.restoreRecord(r, now); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := q.checkPieces(); err != nil {
-		return nil, err
-	}
-	q.rebuildTodo()
-	return q, nil
-}
-
-// restoreRecord puts one stored entry back, if it is of the current pass.
-func (q *Queues) restoreRecord(r Record, now time.Time) error {
-	if err := CheckRecord(r, q.tasks); err != nil {
-		return err
-	}
-	if r.Pass != q.pass || q.AllDone() {
-		return nil
-	}
-	if r.Index < q.tasks {
-		r.Of = r.Index // stores leave it out for a task
-	}
-	if records := q.records(r.Of); int64(max(r.Progress, r.To)) > records {
-		return fmt.Errorf("%w: task %d: progress %d or end %d past the %d records of task %d", ErrBadEntry, r.Index, r.Progress, r.To, records, r.Of)
-	}
-	q.grow(r.Index)
-	if r.Queue == Pending {
-		r.Dispatched, r.Deadline = now, later(r.Deadline, now.Add(q.cfg.TimeoutMin))
-	}
-	r.Error = wire.CutReason(r.Error)
-	q.set(r.Index, r.Entry)
-	q.entries[r.Index].restored = r.Queue == Pending
-	q.nextSeq = max(q.nextSeq, r.Seq+1)
-	q.nextFront = min(q.nextFront, r.Seq-1)
-	return nil
-}
-
-// later returns the later of two instants.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// ErrBadEntry is wrapped by CheckRecord's errors.
-var ErrBadEntry = errors.New("taskqueue: stored entry not valid")
-
-// CheckRecord tells whether a stored entry is one that the operations of
-// this package can have written for a dataset of numTasks tasks: a task
-// that exists, a known queue, and counters that are not negative, fit the
-// queues' 32-bit slots, and agree (every entry is written by a dispatch or
-// after one, so its epoch is at least 1 and at least its timeouts).
-func CheckRecord(r Record, numTasks int) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: task %d: %s", ErrBadEntry, r.Index, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case r.Index < 0 || r.Index >= numTasks+MaxPieces(numTasks):
-		return bad("the dataset has %d tasks, and a pass at most %d pieces", numTasks, MaxPieces(numTasks))
-	case r.Queue > Failed:
-		return bad("unknown queue %d", r.Queue)
-	case r.Pass < 0 || r.Pass > math.MaxInt32:
-		return bad("pass %d", r.Pass)
-	case r.Epoch < 1 || r.Epoch > math.MaxInt32:
-		return bad("epoch %d (want 1 to %d)", r.Epoch, math.MaxInt32)
-	case r.Timeouts < 0 || r.Timeouts > r.Epoch:
-		return bad("%d timeouts in %d dispatches", r.Timeouts, r.Epoch)
-	case r.Seq < minSeq:
-		return bad("todo order %d (want at least %d)", r.Seq, minSeq)
-	case len(r.Trainer) > wire.MaxTrainerNameBytes:
-		return bad("trainer name of %d bytes (at most %d)", len(r.Trainer), wire.MaxTrainerNameBytes)
-	case r.Progress < 0 || r.Progress > math.MaxInt32 || (r.Queue == Done && r.Progress != 0):
-		return bad("progress %d in queue %v", r.Progress, r.Queue)
-	case r.Queue != Pending && r.Trainer != "":
-		return bad("trainer %q named in queue %v (only a pending task has one)", r.Trainer, r.Queue)
-	case r.For != (Finished{}) && (r.Queue != Pending || r.For.Task < 0 || r.For.Epoch < 1 || r.For.Pass < 0 || r.For.Pass > r.Pass):
-		return bad("answering the finish of task %d epoch %d pass %d in queue %v", r.For.Task, r.For.Epoch, r.For.Pass, r.Queue)
-	}
-	return checkSpan(r, numTasks)
-}
-
-// minSeq is the lowest Seq an entry may have: as many tasks can be sent to
-// the front of Todo in a pass as dispatches fit the epochs' int32.
-const minSeq = -1 << 62
-
 // startPass makes every task untouched in pass p.
 func (q *Queues) startPass(p int) {
 	q.pass = p
 	q.entries = q.entries[:q.tasks] // the pieces of the pass before go
-	clear(q.spans)
-	q.relieved = 0
+	q.startParts()
 	q.counts = [4]int{}
 	q.doneRecs = 0
 	clear(q.reasons)
-	clear(q.progress)
 	q.timers = q.timers[:0]
 	q.todo, q.todoHead = q.todo[:0], 0
 	q.nextSeq = int64(len(q.entries))
 	q.nextFront = -1
-	clear(q.avoid)
 	if p == q.cfg.Passes {
 		return
 	}
 	q.counts[Todo] = len(q.entries)
 	q.todo = q.appendOrder(q.todo, p)
-}
-
-// rebuildTodo orders Todo by seq after a restore.
-func (q *Queues) rebuildTodo() {
-	q.todo, q.todoHead = q.todo[:0], 0
-	for i := range q.entries {
-		if e := q.entry(i); e.Queue == Todo {
-			q.todo = append(q.todo, todoItem{task: i, seq: e.Seq})
-		}
-	}
-	sortTodo(q.todo)
 }
 
 // entry returns the effective entry of a task in the current pass.
@@ -331,34 +114,22 @@ func (q *Queues) entry(task int) Entry {
 		return Entry{Pass: q.pass, Queue: Todo, Seq: q.untouchedSeq(task)}
 	}
 	e := s.entry(q.reasons[task])
-	if e.Queue == Pending {
-		e.Trainer, e.For = q.holders[task], q.answers[task]
-	}
-	e.Progress = q.progress[task].done
-	sp, ok := q.spans[task]
-	if !ok {
-		sp.of = task
-	}
-	e.Of, e.From, e.To = int(sp.of), int(sp.from), int(sp.to)
+	q.fillParts(task, &e)
 	return e
 }
 
-// set replaces a task's entry, keeping counts, Todo and timers in step.
+// set replaces a task's entry, keeping the parts, counts, Todo and timers
+// in step.
 func (q *Queues) set(task int, e Entry) {
 	old := q.entry(task)
+	q.applyParts(task, &old, &e)
 	q.counts[old.Queue]--
 	q.counts[e.Queue]++
-	q.setSpan(task, e)
-	if e.Queue == Pending && e.For != (Finished{}) {
-		q.answers[task] = e.For
-	} else {
-		delete(q.answers, task)
-	}
 	if (old.Queue == Done) != (e.Queue == Done) {
 		if e.Queue == Done {
-			q.doneRecs += q.length(task)
+			q.doneRecs += q.pieces.length(task)
 		} else {
-			q.doneRecs -= q.length(task)
+			q.doneRecs -= q.pieces.length(task)
 		}
 	}
 	prev := q.entries[task]
@@ -368,13 +139,6 @@ func (q *Queues) set(task int, e Entry) {
 		// what the queues know of it in memory only.
 		q.entries[task].depth, q.entries[task].restored = prev.depth, prev.restored
 	}
-	if old.Queue == Pending {
-		q.unhold(task)
-	}
-	if e.Queue == Pending {
-		q.hold(task, e.Trainer)
-	}
-	q.setProgress(task, e)
 	if e.Error != "" {
 		q.reasons[task] = e.Error
 	} else {
@@ -393,22 +157,26 @@ func (q *Queues) set(task int, e Entry) {
 // timed out with it while they wait for another trainer (holders.go). The
 // deadline allows for the tasks trainer already holds.
 func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Change, err error) {
-	return q.DispatchFor(now, trainer, Finished{})
+	task, epoch, ch, _, err = q.DispatchFor(now, trainer, Finished{})
+	return task, epoch, ch, err
 }
 
 // DispatchFor is Dispatch for a GetTask that carried the finish f (the
-// zero Finished: none): the dispatch remembers it (resend.go).
-func (q *Queues) DispatchFor(now time.Time, trainer string, f Finished) (task, epoch int, ch Change, err error) {
+// zero Finished: none): the dispatch remembers it (resend.go). When Todo
+// has nothing for trainer, the straggler policy may relieve a pending
+// dispatch instead (stragglers.go); relief then says what it did, for the
+// log, and is nil otherwise.
+func (q *Queues) DispatchFor(now time.Time, trainer string, f Finished) (task, epoch int, ch Change, relief *Relief, err error) {
 	if q.pass == q.cfg.Passes {
-		return 0, 0, Change{}, ErrAllDone
+		return 0, 0, Change{}, nil, ErrAllDone
 	}
 	i, ok := q.nextFor(trainer, now)
 	if !ok {
 		q.compactTodo()
-		if task, epoch, ch, ok := q.relieve(now, trainer); ok {
-			return task, epoch, ch, nil
+		if task, epoch, ch, relief, ok := q.relieve(now, trainer); ok {
+			return task, epoch, ch, relief, nil
 		}
-		return 0, 0, Change{}, ErrNoTask
+		return 0, 0, Change{}, nil, ErrNoTask
 	}
 	task = q.todo[i].task
 	depth := q.depth(trainer)
@@ -418,12 +186,11 @@ func (q *Queues) DispatchFor(now time.Time, trainer string, f Finished) (task, e
 		e.Trainer, e.For = "", Finished{}
 	}
 	e.Dispatched, e.Deadline = now, now.Add(q.timeoutAt(task, depth))
-	delete(q.avoid, task)
 	ch = q.change(task, e)
 	q.entries[task].depth = uint8(depth)
-	q.dispatched(task)
+	q.progress.dispatched(task)
 	q.compactTodo()
-	return task, e.Epoch, ch, nil
+	return task, e.Epoch, ch, nil, nil
 }
 
 // enqueue adds an item to Todo: at the end, or at the front for a task
@@ -457,18 +224,18 @@ func (q *Queues) Finish(task, pass, epoch int, trainer string, now time.Time) (w
 		return rep, Change{}, err
 	}
 	if e.Queue == Done {
-		q.finishedBy(trainer, now)
+		q.holders.finishedBy(trainer, now)
 		return wire.AlreadyDone, Change{}, nil
 	}
 	current := e.Queue == Pending && e.Epoch == epoch
-	usable := current && !q.entries[task].restored && q.sample(task, q.startedAt(task), now.Sub(q.started(e)))
+	usable := current && !q.entries[task].restored && q.sample(task, q.progress.startedAt(task), now.Sub(q.holders.started(e)))
 	holder := e.Trainer
 	e.Queue, e.Dispatched, e.Deadline, e.Trainer, e.Progress = Done, time.Time{}, time.Time{}, "", 0
 	ch := q.change(task, e)
 	if current {
-		q.finishedBy(holder, now)
+		q.holders.finishedBy(holder, now)
 	} else {
-		q.finishedBy(trainer, now) // an earlier dispatch's, superseded: its trainer still moves on
+		q.holders.finishedBy(trainer, now) // an earlier dispatch's, superseded: its trainer still moves on
 	}
 	if usable {
 		ch.Records = append(ch.Records, q.tightenPending()...)
@@ -505,7 +272,7 @@ func (q *Queues) Expire(now time.Time) (expired []int, ch Change) {
 		}
 		reason := fmt.Sprintf("dispatch %d timed out after %v", e.Epoch, e.Deadline.Sub(e.Dispatched).Round(time.Millisecond))
 		if tracked(e.Trainer) && q.cfg.Reassign > 0 {
-			q.avoid[it.task] = avoidance{trainer: e.Trainer, until: now.Add(q.cfg.Reassign)}
+			q.holders.keepFrom(it.task, e.Trainer, now.Add(q.cfg.Reassign))
 		}
 		c := q.change(it.task, q.retry(e, reason))
 		ch.Records = append(ch.Records, c.Records...)
@@ -536,19 +303,19 @@ func (q *Queues) retry(e Entry, reason string) Entry {
 func (q *Queues) checkReport(task, pass, epoch int) (Entry, wire.Report, error) {
 	switch {
 	case task < 0 || task >= q.tasks+MaxPieces(q.tasks):
-		return Entry{}, 0, fmt.Errorf("%w: task %d does not exist (the dataset has %d tasks, and a pass at most %d pieces)", ErrBadReport, task, q.tasks, MaxPieces(q.tasks))
+		return Entry{}, 0, kindf(ErrBadReport, "task %d does not exist (the dataset has %d tasks, and a pass at most %d pieces)", task, q.tasks, MaxPieces(q.tasks))
 	case pass < 0 || epoch < 1:
-		return Entry{}, 0, fmt.Errorf("%w: task %d: pass %d epoch %d (want pass >= 0, epoch >= 1)", ErrBadReport, task, pass, epoch)
+		return Entry{}, 0, kindf(ErrBadReport, "task %d: pass %d epoch %d (want pass >= 0, epoch >= 1)", task, pass, epoch)
 	case pass < q.pass:
 		return Entry{}, wire.StalePass, nil // a piece of an older pass too: its pass is over
 	case pass > q.pass:
-		return Entry{}, 0, fmt.Errorf("%w: task %d reported for pass %d, the master is in pass %d", ErrFuturePass, task, pass, q.pass)
+		return Entry{}, 0, kindf(ErrFuturePass, "task %d reported for pass %d, the master is in pass %d", task, pass, q.pass)
 	case task >= len(q.entries):
-		return Entry{}, 0, fmt.Errorf("%w: piece %d does not exist (pass %d has %d pieces)", ErrBadReport, task, q.pass, len(q.entries)-q.tasks)
+		return Entry{}, 0, kindf(ErrBadReport, "piece %d does not exist (pass %d has %d pieces)", task, q.pass, len(q.entries)-q.tasks)
 	}
 	e := q.entry(task)
 	if epoch > e.Epoch {
-		return Entry{}, 0, fmt.Errorf("%w: task %d epoch %d, it has had %d dispatches in pass %d", ErrFutureEpoch, task, epoch, e.Epoch, pass)
+		return Entry{}, 0, kindf(ErrFutureEpoch, "task %d epoch %d, it has had %d dispatches in pass %d", task, epoch, e.Epoch, pass)
 	}
 	return e, 0, nil
 }
@@ -569,30 +336,15 @@ func (q *Queues) change(task int, e Entry) Change {
 	return ch
 }
 
-// Stored yields records as Restore takes them, for stores that hold their
-// entries in memory.
-func Stored(records []Record) iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
-		for _, r := range records {
-			if !yield(r, nil) {
-				return
-			}
-		}
-	}
-}
-
-// ErrPassesRunning is AddPasses's error while a pass runs.
-var ErrPassesRunning = errors.New("taskqueue: passes still running")
-
 // AddPasses runs n more passes once every pass is done (a dataset's next
 // round): the pass after the last one starts, every task untouched. The
 // change writes only the pass.
 func (q *Queues) AddPasses(n int) (Change, error) {
 	if !q.AllDone() {
-		return Change{}, fmt.Errorf("%w: pass %d of %d", ErrPassesRunning, q.pass, q.cfg.Passes)
+		return Change{}, kindf(ErrPassesRunning, "pass %d of %d", q.pass, q.cfg.Passes)
 	}
 	if n <= 0 || n > math.MaxInt32-q.cfg.Passes {
-		return Change{}, fmt.Errorf("taskqueue: cannot add %d passes to %d", n, q.cfg.Passes)
+		return Change{}, errors.Errorf("taskqueue: cannot add %d passes to %d", n, q.cfg.Passes)
 	}
 	q.cfg.Passes += n
 	q.startPass(q.pass)

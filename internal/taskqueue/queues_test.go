@@ -66,15 +66,45 @@ func TestDispatchOrderAndEpochs(t *testing.T) {
 	}
 }
 
-func TestReports(t *testing.T) {
-	type step struct {
-		op          string // "finish" or "fail"
-		task, epoch int
-		pass        int
-		want        wire.Report
-		wantErr     error
-		wantQueue   Queue
+// step is one report of TestReports and what it is to do.
+type step struct {
+	op          string // "finish" or "fail"
+	task, epoch int
+	pass        int
+	want        wire.Report
+	wantErr     error
+	wantQueue   Queue
+}
+
+// check makes the report i of a test on q and checks what it did.
+func (s step) check(t *testing.T, q *Queues, i int) {
+	t.Helper()
+	before := counts(q)
+	var rep wire.Report
+	var ch Change
+	var err error
+	if s.op == "finish" {
+		rep, ch, err = q.Finish(s.task, s.pass, s.epoch, "", t0.Add(time.Second))
+	} else {
+		rep, ch, err = q.Fail(s.task, s.pass, s.epoch, "broken block")
 	}
+	if !errors.Is(err, s.wantErr) || rep != s.want {
+		t.Fatalf("step %d: report %v error %v, want %v %v", i, rep, err, s.want, s.wantErr)
+	}
+	if (rep == wire.Recorded) == ch.Empty() {
+		t.Fatalf("step %d: report %v with change %+v", i, rep, ch)
+	}
+	if rep != wire.Recorded && counts(q) != before {
+		t.Fatalf("step %d: a report that records nothing changed counts %v to %v", i, before, counts(q))
+	}
+	if s.task >= 0 && s.task < 3 {
+		if got := q.Entry(s.task).Queue; got != s.wantQueue {
+			t.Fatalf("step %d: task %d in %v, want %v", i, s.task, got, s.wantQueue)
+		}
+	}
+}
+
+func TestReports(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(q *Queues) // starts with tasks 0 and 1 dispatched once, task 2 in Todo
@@ -125,29 +155,7 @@ func TestReports(t *testing.T) {
 				tc.setup(q)
 			}
 			for i, s := range tc.steps {
-				before := counts(q)
-				var rep wire.Report
-				var ch Change
-				var err error
-				if s.op == "finish" {
-					rep, ch, err = q.Finish(s.task, s.pass, s.epoch, "", t0.Add(time.Second))
-				} else {
-					rep, ch, err = q.Fail(s.task, s.pass, s.epoch, "broken block")
-				}
-				if !errors.Is(err, s.wantErr) || rep != s.want {
-					t.Fatalf("step %d: report %v error %v, want %v %v", i, rep, err, s.want, s.wantErr)
-				}
-				if (rep == wire.Recorded) == ch.Empty() {
-					t.Fatalf("step %d: report %v with change %+v", i, rep, ch)
-				}
-				if rep != wire.Recorded && counts(q) != before {
-					t.Fatalf("step %d: a report that records nothing changed counts %v to %v", i, before, counts(q))
-				}
-				if s.task >= 0 && s.task < 3 {
-					if got := q.Entry(s.task).Queue; got != s.wantQueue {
-						t.Fatalf("step %d: task %d in %v, want %v", i, s.task, got, s.wantQueue)
-					}
-				}
+				s.check(t, q, i)
 			}
 		})
 	}

@@ -21,14 +21,41 @@ type Finished struct {
 	Task, Epoch, Pass int
 }
 
+// resends owns Entry.For: the finish each pending dispatch answered.
+// Invariant: answers has exactly the Pending entries with a For.
+type resends struct {
+	answers map[int]Finished // pending task -> the finish its dispatch answered
+}
+
+func newResends() resends { return resends{answers: map[int]Finished{}} }
+
+// apply keeps the finish a task's dispatch answered while it is pending.
+func (r *resends) apply(task int, _, e *Entry) {
+	if e.Queue == Pending && e.For != (Finished{}) {
+		r.answers[task] = e.For
+	} else {
+		delete(r.answers, task)
+	}
+}
+
+// fill sets the finish a pending entry's dispatch answered.
+func (r *resends) fill(task int, e *Entry) {
+	if e.Queue == Pending {
+		e.For = r.answers[task]
+	}
+}
+
+// startPass forgets every answer; no task is pending when a pass starts.
+func (r *resends) startPass() { clear(r.answers) }
+
 // Resend returns the pending dispatch held by trainer that answered the
 // finish f, if there is one: the answer to a GetTask that is retried.
 func (q *Queues) Resend(trainer string, f Finished) (task, epoch int, ok bool) {
 	if !tracked(trainer) || f == (Finished{}) {
 		return 0, 0, false
 	}
-	for task, answered := range q.answers {
-		if answered == f && q.holders[task] == trainer {
+	for task, answered := range q.resends.answers {
+		if answered == f && q.holders.byTask[task] == trainer {
 			return task, q.entry(task).Epoch, true
 		}
 	}

@@ -74,13 +74,13 @@ func TestSplitStraggler(t *testing.T) {
 	// At 27 s: reached 17 by its rate; it reports next at about 30 s, by
 	// when it may be at 26 (1.5 times 10 s at 1 a second, and one more);
 	// finishing together at 1 and 10 records a second would cut at 25.
-	piece, epoch, ch, err := q.Dispatch(at(27), "b")
+	piece, epoch, ch, relief, err := q.DispatchFor(at(27), "b", Finished{})
 	if err != nil || piece != 3 || epoch != 1 {
 		t.Fatalf("dispatch to an idle trainer: piece %d epoch %d, %v; want piece 3 epoch 1", piece, epoch, err)
 	}
 	store.commit(ch)
-	if r := ch.Relief; r == nil || r.Kind != StragglersSplit || r.Task != 1 || r.Holder != "slow" || r.Reached != 10 || r.Cut != 26 {
-		t.Fatalf("relief %+v", ch.Relief)
+	if r := relief; r == nil || r.Kind != StragglersSplit || r.Task != 1 || r.Holder != "slow" || r.Reached != 10 || r.Cut != 26 {
+		t.Fatalf("relief %+v", relief)
 	}
 	p := q.Entry(piece)
 	if p.Of != 1 || p.From != 26 || p.To != 100 || p.Progress != 26 || p.Trainer != "b" || p.Queue != Pending {
@@ -119,8 +119,13 @@ func TestSplitStraggler(t *testing.T) {
 	if q.DoneRecords() != 226 {
 		t.Fatalf("%d records done, want 226 (tasks 0 and 2, and 26 of task 1)", q.DoneRecords())
 	}
+	checkSplitRestored(t, q, store, piece)
+}
 
-	// A restore keeps the piece and the cut.
+// checkSplitRestored: a restore of TestSplitStraggler's store keeps the
+// piece and the cut, and the pass ends with the piece.
+func checkSplitRestored(t *testing.T, q *Queues, store *orderStore, piece int) {
+	t.Helper()
 	r, err := Restore(q.cfg, 3, hundredRecords, store.pass, Stored(store.all()), at(43))
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +133,7 @@ func TestSplitStraggler(t *testing.T) {
 	if p := r.Entry(3); r.Pieces() != 1 || p.Of != 1 || p.From != 26 || p.To != 100 || p.Trainer != "b" || r.Entry(1).Queue != Done || r.DoneRecords() != 226 {
 		t.Fatalf("restored: %d pieces, piece %+v, %d records done", r.Pieces(), r.Entry(3), r.DoneRecords())
 	}
-	_, ch, err = r.Finish(piece, 0, 1, "", at(50))
+	_, ch, err := r.Finish(piece, 0, 1, "", at(50))
 	if err != nil || !ch.PassChanged || r.Pass() != 1 || r.Pieces() != 0 {
 		t.Fatalf("finish of the piece: %+v %v; pass %d, %d pieces; want pass 1 without pieces", ch, err, r.Pass(), r.Pieces())
 	}
@@ -164,12 +169,12 @@ func TestBackUpStraggler(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			task, epoch, ch, err := q.Dispatch(at(27), "b")
+			task, epoch, _, relief, err := q.DispatchFor(at(27), "b", Finished{})
 			if err != nil || task != 1 || epoch != 2 || q.Pieces() != 0 {
 				t.Fatalf("dispatch: task %d epoch %d, %v; want task 1 epoch 2", task, epoch, err)
 			}
-			if r := ch.Relief; r == nil || r.Kind != StragglersBackup || r.Holder != "slow" || r.Epoch != 1 {
-				t.Fatalf("relief %+v", ch.Relief)
+			if r := relief; r == nil || r.Kind != StragglersBackup || r.Holder != "slow" || r.Epoch != 1 {
+				t.Fatalf("relief %+v", relief)
 			}
 			if e := q.Entry(1); e.Trainer != "b" || q.Holding("slow") != 0 {
 				t.Fatalf("backed up entry %+v; slow holds %d", e, q.Holding("slow"))
@@ -220,8 +225,8 @@ func TestNoRelief(t *testing.T) {
 	q.Dispatch(at(10), "slow")
 	q.Dispatch(at(10), "a")
 	q.Expire(at(700)) // both back in Todo: a dispatch is no relief
-	if task, epoch, ch, err := q.Dispatch(at(701), "b"); err != nil || ch.Relief != nil || epoch != 2 {
-		t.Fatalf("dispatch with Todo not empty: task %d epoch %d %+v %v", task, epoch, ch.Relief, err)
+	if task, epoch, _, relief, err := q.DispatchFor(at(701), "b", Finished{}); err != nil || relief != nil || epoch != 2 {
+		t.Fatalf("dispatch with Todo not empty: task %d epoch %d %+v %v", task, epoch, relief, err)
 	}
 }
 
@@ -264,14 +269,14 @@ func TestReporterIsLeftToReport(t *testing.T) {
 	if task, epoch, _, err := q.Dispatch(at(21), "slow"); task != 1 || epoch != 2 || err != nil {
 		t.Fatalf("dispatch: task %d epoch %d %v", task, epoch, err)
 	}
-	if task, epoch, ch, err := q.Dispatch(at(40), "b"); !errors.Is(err, ErrNoTask) {
-		t.Fatalf("relief before the reporter's first report: task %d epoch %d %+v %v", task, epoch, ch.Relief, err)
+	if task, epoch, _, relief, err := q.DispatchFor(at(40), "b", Finished{}); !errors.Is(err, ErrNoTask) {
+		t.Fatalf("relief before the reporter's first report: task %d epoch %d %+v %v", task, epoch, relief, err)
 	}
 	if _, _, err := q.Progress(1, 0, 2, 15, at(45)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ch, err := q.Dispatch(at(46), "b"); err != nil || ch.Relief == nil || ch.Relief.Kind != StragglersSplit {
-		t.Fatalf("relief after it: %+v %v", ch.Relief, err)
+	if _, _, _, relief, err := q.DispatchFor(at(46), "b", Finished{}); err != nil || relief == nil || relief.Kind != StragglersSplit {
+		t.Fatalf("relief after it: %+v %v", relief, err)
 	}
 }
 
@@ -289,10 +294,10 @@ func TestSilentReporterIsBackedUp(t *testing.T) {
 	// it learns, and at 5 and 10 records a second the two end together
 	// at 86.7. At 30 s it is silent: 6 s since its last report, more than
 	// 2 x 2 + 1. (The piece's trainer asks: its own piece is not relieved.)
-	if _, _, ch, err := q.Dispatch(at(26), "b"); err != nil || ch.Relief == nil || ch.Relief.Kind != StragglersSplit || ch.Relief.Cut != 87 {
-		t.Fatalf("relief at 26 s: %+v %v", ch.Relief, err)
+	if _, _, _, relief, err := q.DispatchFor(at(26), "b", Finished{}); err != nil || relief == nil || relief.Kind != StragglersSplit || relief.Cut != 87 {
+		t.Fatalf("relief at 26 s: %+v %v", relief, err)
 	}
-	if _, _, ch, err := q.Dispatch(at(30), "b"); err != nil || ch.Relief == nil || ch.Relief.Kind != StragglersBackup || ch.Relief.Task != 1 {
-		t.Fatalf("relief at 30 s: %+v %v", ch.Relief, err)
+	if _, _, _, relief, err := q.DispatchFor(at(30), "b", Finished{}); err != nil || relief == nil || relief.Kind != StragglersBackup || relief.Task != 1 {
+		t.Fatalf("relief at 30 s: %+v %v", relief, err)
 	}
 }

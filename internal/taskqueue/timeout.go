@@ -48,7 +48,7 @@ func (q *Queues) timeoutFor(records int64) time.Duration {
 // timeoutAt returns the timeout of a dispatch of task whose trainer held
 // depth other tasks when it asked: it waits behind them (holders.go).
 func (q *Queues) timeoutAt(task, depth int) time.Duration {
-	return q.timeoutFor(q.length(task)) * time.Duration(1+depth)
+	return q.timeoutFor(q.pieces.length(task)) * time.Duration(1+depth)
 }
 
 // sample records how long a finished dispatch took, from position from of
@@ -61,7 +61,7 @@ func (q *Queues) sample(task, from int, took time.Duration) bool {
 		took = 0
 	}
 	// A dispatch that started at from (wire.Progress) trained the rest.
-	q.avg.add(took.Seconds() / float64(max(q.end(task)-int64(from), 1)))
+	q.avg.add(took.Seconds() / float64(max(q.pieces.end(task)-int64(from), 1)))
 	return q.avg.filled == q.cfg.MinSamples
 }
 

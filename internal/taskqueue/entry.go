@@ -1,0 +1,128 @@
+package taskqueue
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+)
+
+// Queue says where a task is in its pass.
+type Queue uint8
+
+// The queues; the numbers are persisted.
+const (
+	Todo    Queue = 0
+	Pending Queue = 1
+	Done    Queue = 2
+	Failed  Queue = 3
+)
+
+func (q Queue) String() string {
+	switch q {
+	case Todo:
+		return "todo"
+	case Pending:
+		return "pending"
+	case Done:
+		return "done"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("queue(%d)", uint8(q))
+}
+
+// Entry is the state of one task in one pass.
+type Entry struct {
+	Pass       int       // the pass it describes; older means untouched in the current pass
+	Queue      Queue     // where the task is
+	Epoch      int       // dispatches of the task in this pass
+	Timeouts   int       // timeouts and failure reports in this pass (the design's NumTimeout)
+	Seq        int64     // order in Todo: lower is dispatched first; negative for tasks sent to the front (Release)
+	Dispatched time.Time // Pending: when the current dispatch started
+	Deadline   time.Time // Pending: when the current dispatch times out (may be brought forward, see Config)
+	Error      string    // the last failure reason or timeout, for inspection
+	// Trainer is, while the task is Pending, the name of the trainer it
+	// was handed to ("" for one that sent none); empty in other queues.
+	Trainer string
+	// Progress is the position in the task's record order that its
+	// dispatches reported reaching in this pass (progress.go): a dispatch
+	// starts there. 0 when none did, and once the task is Done; a piece
+	// starts with its From.
+	Progress int
+	// For is, while the task is Pending, the finish that the GetTask which
+	// dispatched it carried (resend.go): a trainer that retries that call,
+	// its answer lost, gets the same dispatch again. Zero: none.
+	For Finished
+	// Of, From and To bound the records an entry covers (pieces.go):
+	// positions From to To-1 of task Of's record order. A task has Of
+	// its own index and From 0; To 0 means to its end, and a task split
+	// in its pass has the position it was cut at. A piece, an entry past
+	// the dataset's tasks, is the rest of a task cut off in its pass.
+	Of, From, To int
+}
+
+// Record is one task's entry, as a Change carries it.
+type Record struct {
+	Index int
+	Entry
+}
+
+// Change is what one operation changed.
+type Change struct {
+	Pass        int      // the pass after the change; Passes once all are done
+	PassChanged bool     // the operation ended a pass
+	Records     []Record // new entries of the tasks it touched
+	// Round is the dataset's round, stored with the pass: the queues know
+	// no rounds (their Config.Passes counts the passes of every round so
+	// far), the master sets it on every change it commits.
+	Round int
+}
+
+// Empty reports whether the change changed nothing.
+func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
+
+// Merge folds a later change into c, so that committing c has the effect of
+// committing both in order: a task touched by both keeps its later entry,
+// in the place of its first. It returns the merged change.
+func (c Change) Merge(later Change) Change {
+	c.Pass, c.Round = later.Pass, later.Round
+	c.PassChanged = c.PassChanged || later.PassChanged
+	for _, r := range later.Records {
+		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {
+			c.Records[i] = r
+			continue
+		}
+		c.Records = append(c.Records, r)
+	}
+	return c
+}
+
+// Stored yields records as Restore takes them, for stores that hold their
+// entries in memory.
+func Stored(records []Record) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		for _, r := range records {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// part is state the queues keep beside the slots for the few entries that
+// need it, owning some fields of Entry. Queues.set applies every entry's
+// change to each part, Queues.entry has each fill in its fields, and
+// Queues.startPass resets them (queues.go: applyParts, fillParts,
+// startParts): the one path that keeps them in step.
+type part interface {
+	// apply keeps the part in step with a task's new entry e (old: the
+	// one it replaces); it is called before the slot changes, and
+	// changes neither entry.
+	apply(task int, old, e *Entry)
+	// fill sets the fields the part owns on a task's entry of the
+	// current pass, read from its slot.
+	fill(task int, e *Entry)
+	// startPass forgets the entries of the pass that ended.
+	startPass()
+}
