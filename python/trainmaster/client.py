@@ -14,16 +14,18 @@ tasks (reading a task); the shapes and codes of the wire are in wire."""
 from __future__ import annotations
 
 import ssl
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TypeVar, Union
 
 from .calls import Calls
 from .pipeline import Loop
 from .position import Record
 from .tasks import task_indexes
 from .wire import (DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL, MAX_ERROR_BYTES, MAX_TRAINER_NAME_BYTES, Dataset,
-                   ProgressReply, Task, cut_reason, trainer_name)
+                   Progress, ProgressReply, Task, cut_reason, trainer_name)
 
 __all__ = ["Client", "Record", "DEFAULT_DATASET", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES", "task_indexes"]
+
+_Arg = TypeVar("_Arg", Task, Progress, Dict[str, Any])
 
 
 class Client:
@@ -133,21 +135,21 @@ class Client:
         """Reports the records of task's order before position done trained
         (wire.Progress); returns the master's answer (wire.ProgressReply):
         {"Report": code, "To": n}. Report is the report code (wire.Report:
-        1 recorded, 2 already done, 3 stale pass, 4 superseded, 5 too soon); To, when
-        above 0, is where this dispatch of task is to stop: the position
-        past the last record it is to train (the master cut the rest off as
-        a piece for an idle trainer); 0: the task's end, unchanged. With
+        1 recorded, 2 already done, 3 stale pass, 4 superseded, 5 too
+        soon); To, when above 0, is where this dispatch of task is to stop:
+        the position past the last record it is to train (the master cut
+        the rest off as a piece for an idle trainer); 0: the task's end,
+        unchanged. With
         within, the call gives up (ConnectionLost) after that many seconds
         without an answer instead of retrying until the master answers."""
-        progress = {"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"], "Trainer": self.name,
-                    "Done": done}
+        progress = Progress(Index=task["Index"], Epoch=task["Epoch"], Pass=task["Pass"], Trainer=self.name, Done=done)
         reply = self._call("TaskProgress", self._named(progress, self._dataset_of(task)), within=within)
         return ProgressReply(Report=reply.get("Report", 0), To=reply.get("To") or 0)
 
     def _report(self, task: Task) -> Task:
         """What is sent back of a task: its identity, never its blocks, this
         trainer's name and the task's dataset."""
-        return self._named({"Index": task["Index"], "Epoch": task["Epoch"], "Pass": task["Pass"], "Trainer": self.name},
+        return self._named(Task(Index=task["Index"], Epoch=task["Epoch"], Pass=task["Pass"], Trainer=self.name),
                            self._dataset_of(task))
 
     def _dataset_of(self, task: Task) -> str:
@@ -156,7 +158,7 @@ class Client:
         return task.get("Dataset") or self.dataset
 
     @staticmethod
-    def _named(arg: Dict[str, Any], dataset: str) -> Dict[str, Any]:
+    def _named(arg: _Arg, dataset: str) -> _Arg:
         """arg naming dataset; train is left unnamed, as the master's replies
         leave it (the contract's default), so that what a train trainer
         sends is what it sent before named datasets."""
