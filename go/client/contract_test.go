@@ -112,7 +112,15 @@ func yieldOf(t *testing.T, task wire.Task, format string) []client.Record {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go srv.Accept(ln)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed: the test is over
+			}
+			go srv.ServeConn(conn)
+		}
+	}()
 	c := client.New(client.ResolverFunc(func(context.Context) (string, error) { return ln.Addr().String(), nil }),
 		client.Config{ProgressInterval: -1})
 	defer c.Close()
