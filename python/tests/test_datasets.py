@@ -22,7 +22,8 @@ from conftest import binary, write_dataset
 from test_progress import _Answers
 from test_shuffle import _Recording
 from trainmaster import (DEFAULT_DATASET, Client, Files, MasterError, NoDataset, Record, RoundRunning, recordio)
-from trainmaster.client import _Position, is_range, task_indexes
+from trainmaster.position import Position
+from trainmaster.tasks import is_range, task_indexes
 from trainmaster.digest import Digest
 from trainmaster.shuffle import shuffle
 
@@ -128,7 +129,7 @@ def test_an_eval_dataset_runs_two_rounds_beside_train(tmp_path, master):
     ev.declare(records=1000, records_per_task=100, passes=2)  # the same again: accepted, nothing changes
     with pytest.raises(MasterError, match="dataset already reported"):
         ev.declare(records=1001, records_per_task=100, passes=2)
-    assert ev._declared["eval"][1]["Records"] == 1000  # a declaration refused is not the one sent again
+    assert ev._calls.declared["eval"][1]["Records"] == 1000  # a declaration refused is not the one sent again
     st = ev.dataset_status()
     assert st["Dataset"] == "eval" and st["Datasets"] == ["eval", "train"] and st.get("Round", 0) == 0
     assert (st["Tasks"], st["Records"], st["Pass"], st["Passes"], st["AllDone"]) == (10, 1000, 0, 2, False)
@@ -431,7 +432,7 @@ class _Forgetful:
 def test_the_dataset_is_declared_again_a_few_times_then_no_dataset(dataset, declare, how):
     conn = _Forgetful()
     c = Client("127.0.0.1:1", dataset=dataset)
-    c._conn = conn
+    c._calls.conn = conn
     declare(c)
     with pytest.raises(NoDataset):
         c.start_round(1)
@@ -456,7 +457,7 @@ def test_task_indexes_and_is_range():
 
 
 def test_a_range_task_is_yielded_as_indexes_from_its_from_to_its_to():
-    position = _Position(_Answers({"Report": 1, "To": 0}))
+    position = Position(_Answers({"Report": 1, "To": 0}))
     task = {"Index": 2, "Pass": 1, "Start": 200, "End": 210, "From": 2, "To": 8}
     got = list(position.begin(task, task_indexes(task), True))
     assert got == [Record(None, 2, 1, i == 7, i, 200 + i) for i in range(2, 8)]
@@ -465,7 +466,7 @@ def test_a_range_task_is_yielded_as_indexes_from_its_from_to_its_to():
 
 def test_a_range_task_cut_or_dropped_while_yielded():
     answers = _Answers({"Report": 1, "To": 6})
-    position = _Position(answers)
+    position = Position(answers)
     task = {"Index": 1, "Pass": 0, "End": 10, "Seed": 9}
     it = position.begin(task, task_indexes(task), True)
     got = [next(it) for _ in range(3)]

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from conftest import ROOT, binary, write_dataset
 from trainmaster import Client, Digest, EtcdResolver, recordio
-from trainmaster.client import read_task
 
 PYTHON = [sys.executable, "-m", "trainmaster"]
 

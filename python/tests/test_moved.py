@@ -1,4 +1,4 @@
-"""A call without a reply asks the resolver, every _MOVED_CHECK, whether the
+"""A call without a reply asks the resolver, every MOVED_CHECK, whether the
 master moved (go/client moved): a master frozen by SIGSTOP keeps its
 connections open and answers nothing, and the call follows its successor
 instead of waiting for call_timeout."""
@@ -16,7 +16,7 @@ from typing import List
 import pytest
 
 from conftest import SERVING, write_dataset
-from trainmaster import Client, ConnectionLost, EtcdResolver, client
+from trainmaster import Client, ConnectionLost, EtcdResolver, calls
 
 
 def test_a_call_follows_a_leader_frozen_by_sigstop(tmp_path, etcd, master, caplog):
@@ -29,7 +29,7 @@ def test_a_call_follows_a_leader_frozen_by_sigstop(tmp_path, etcd, master, caplo
     standby.wait_for(r"standing by")
     with Client(EtcdResolver([etcd]), call_timeout=30, min_backoff=0.05, max_backoff=0.5) as c:
         c.report_dataset([pattern])
-        assert c._conn is not None and c._conn.addr == addr  # the call below goes to the leader
+        assert c._calls.conn is not None and c._calls.conn.addr == addr  # the call below goes to the leader
         leader.p.send_signal(signal.SIGSTOP)
         try:
             start = time.monotonic()
@@ -41,7 +41,7 @@ def test_a_call_follows_a_leader_frozen_by_sigstop(tmp_path, etcd, master, caplo
             leader.p.wait()
         assert task["Epoch"] > 0 and task["Blocks"]
         assert took < c.call_timeout / 2, f"the call took {took:.1f} s: it waited for the frozen leader"
-        assert c._conn is not None and c._conn.addr == moved != addr
+        assert c._calls.conn is not None and c._calls.conn.addr == moved != addr
         assert f"the master is now at {moved}" in caplog.text
 
 
@@ -98,7 +98,7 @@ def masters():
 
 
 def test_a_call_without_a_reply_follows_the_master_the_resolver_now_names(monkeypatch, masters):
-    monkeypatch.setattr(client, "_MOVED_CHECK", 0.05)
+    monkeypatch.setattr(calls, "MOVED_CHECK", 0.05)
     frozen, standby = masters("frozen"), masters("standby")
     frozen.frozen = True
     asked: List[str] = []
@@ -111,7 +111,7 @@ def test_a_call_without_a_reply_follows_the_master_the_resolver_now_names(monkey
         start = time.monotonic()
         assert c.status() == "standby"
         assert time.monotonic() - start < 15
-        assert c._conn is not None and c._conn.addr == standby.addr
+        assert c._calls.conn is not None and c._calls.conn.addr == standby.addr
         # The connection to the frozen master was dropped: a reply it sends
         # late cannot answer another call.
         assert frozen.closed.acquire(timeout=10)
@@ -120,7 +120,7 @@ def test_a_call_without_a_reply_follows_the_master_the_resolver_now_names(monkey
 
 
 def test_a_call_waits_on_while_the_resolver_names_the_same_master(monkeypatch, masters):
-    monkeypatch.setattr(client, "_MOVED_CHECK", 0.05)
+    monkeypatch.setattr(calls, "MOVED_CHECK", 0.05)
     slow = masters("slow")
     slow.release.clear()
     asked: List[str] = []
@@ -139,14 +139,14 @@ def test_a_call_waits_on_while_the_resolver_names_the_same_master(monkeypatch, m
 
 
 def test_a_fixed_address_is_never_resolved_again(monkeypatch, masters):
-    monkeypatch.setattr(client, "_MOVED_CHECK", 0.05)
+    monkeypatch.setattr(calls, "MOVED_CHECK", 0.05)
     slow = masters("slow")
     with Client(slow.addr, call_timeout=30) as c:
         assert c.status() == "slow"  # connected
         resolved: List[str] = []
-        c._resolve = lambda: resolved.append("") or slow.addr  # type: ignore[assignment]
+        c._calls.resolve = lambda: resolved.append("") or slow.addr  # type: ignore[assignment]
         checks: List[str] = []
-        moved = c._moved
+        moved = c._calls.moved
 
         def counted(conn, give_up=None):
             checks.append(conn.addr)
@@ -154,7 +154,7 @@ def test_a_fixed_address_is_never_resolved_again(monkeypatch, masters):
                 slow.release.set()
             return moved(conn, give_up)
 
-        monkeypatch.setattr(c, "_moved", counted)
+        monkeypatch.setattr(c._calls, "moved", counted)
         slow.release.clear()
         assert c.status() == "slow"
         assert checks == [slow.addr] * 3 and resolved == [] and slow.connections == 1
@@ -163,7 +163,7 @@ def test_a_fixed_address_is_never_resolved_again(monkeypatch, masters):
 def test_a_call_within_a_time_gives_up_on_a_frozen_master(monkeypatch, masters):
     # The check of a task that waited in the prefetch queue is such a call:
     # a master that cannot answer in time does not stop the training.
-    monkeypatch.setattr(client, "_MOVED_CHECK", 0.05)
+    monkeypatch.setattr(calls, "MOVED_CHECK", 0.05)
     frozen = masters("frozen")
     with Client(frozen.addr, call_timeout=30, min_backoff=0.01, max_backoff=0.05) as c:
         assert c.status() == "frozen"

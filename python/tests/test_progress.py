@@ -9,8 +9,10 @@ import pytest
 
 from conftest import write_dataset
 from trainmaster import AllDone, Client, MasterError, Record, recordio
-from trainmaster import client as client_module
-from trainmaster.client import _Position, read_task
+from trainmaster import pipeline
+from trainmaster import tasks as tasks_module
+from trainmaster.position import Position
+from trainmaster.tasks import read_task
 
 
 def test_stopped_loop_reports_progress_and_next_dispatch_resumes(tmp_path, master):
@@ -71,7 +73,7 @@ def test_a_task_in_file_order_reads_only_the_blocks_its_range_reaches(tmp_path, 
     records = read_task(task)
     assert len(records) == len(want)  # every position of the task, placeholders outside the range
     assert records[starts[2]:starts[4]] == want[starts[2]:starts[4]]
-    position = _Position(_Answers({"Report": 1, "To": 0}))
+    position = Position(_Answers({"Report": 1, "To": 0}))
     got = list(position.begin(task, records))
     assert [(r.data, r.position) for r in got] == [(want[i], i) for i in range(task["From"], task["To"])]
     assert got[-1].last and not any(r.last for r in got[:-1])
@@ -91,7 +93,7 @@ def test_a_task_in_file_order_without_a_range_is_read_whole(tmp_path):
 
 
 class _Answers:
-    """Stands for a Client in _Position: answers every progress report with
+    """Stands for a Client in Position: answers every progress report with
     reply, and keeps the positions reported."""
 
     progress_interval = 1.0
@@ -109,14 +111,14 @@ def _records(n):
 
 
 def test_task_is_yielded_from_its_from_to_its_to():
-    position = _Position(_Answers({"Report": 1, "To": 0}))
+    position = Position(_Answers({"Report": 1, "To": 0}))
     got = list(position.begin({"Index": 7, "Pass": 2, "From": 2, "To": 6}, _records(10)))
     assert got == [Record(b"r%d" % i, 7, 2, i == 5, i) for i in range(2, 6)]
     assert not position.end()
 
 
 def test_piece_records_carry_the_task_they_were_cut_from():
-    position = _Position(_Answers({"Report": 1, "To": 0}))
+    position = Position(_Answers({"Report": 1, "To": 0}))
     got = list(position.begin({"Index": 9, "Pass": 0, "Piece": True, "Of": 3, "From": 4, "To": 8}, _records(10)))
     assert [(r.data, r.task, r.position, r.last) for r in got] == [(b"r%d" % i, 3, i, i == 7) for i in range(4, 8)]
     # A piece of task 0: Of is omitted on the wire.
@@ -126,7 +128,7 @@ def test_piece_records_carry_the_task_they_were_cut_from():
 
 def test_master_cuts_the_task_being_yielded():
     answers = _Answers({"Report": 1, "To": 6})
-    position = _Position(answers)
+    position = Position(answers)
     task = {"Index": 1, "Pass": 0}
     it = position.begin(task, _records(10))
     got = [next(it) for _ in range(3)]
@@ -145,7 +147,7 @@ def test_a_cut_learned_in_time_from_a_resumed_start_marks_its_record_last():
     # From 2, cut at 7 after one record: the flag of position 6 is set; a
     # second, shorter cut learned one record later moves the end to 4.
     answers = _Answers({"Report": 1, "To": 7})
-    position = _Position(answers)
+    position = Position(answers)
     it = position.begin({"Index": 1, "Pass": 0, "From": 2}, _records(10))
     got = [next(it)]
     position.report()
@@ -162,7 +164,7 @@ def test_a_cut_learned_just_after_its_record_marks_none_last():
     # The loop yielded the record at the cut before it learned the cut: it
     # went out unmarked, and the loop stops there.
     answers = _Answers({"Report": 1, "To": 6})
-    position = _Position(answers)
+    position = Position(answers)
     it = position.begin({"Index": 1, "Pass": 0}, _records(10))
     got = [next(it) for _ in range(6)]
     position.report()
@@ -174,7 +176,7 @@ def test_a_cut_learned_just_after_its_record_marks_none_last():
 
 def test_a_loop_past_the_cut_stops_at_once():
     answers = _Answers({"Report": 5, "To": 4})  # too soon, still with the task's end
-    position = _Position(answers)
+    position = Position(answers)
     it = position.begin({"Index": 1, "Pass": 0}, _records(10))
     got = [next(it) for _ in range(7)]
     position.report()
@@ -188,7 +190,7 @@ def test_a_loop_past_the_cut_stops_at_once():
 
 def test_no_cut_without_a_shorter_to_or_after_the_task():
     for reply in ({"Report": 1, "To": 0}, {"Report": 1, "To": 10}, {"Report": 1, "To": 12}):
-        position = _Position(_Answers(reply))
+        position = Position(_Answers(reply))
         it = position.begin({"Index": 1, "Pass": 0}, _records(10))
         next(it)
         position.report()
@@ -196,7 +198,7 @@ def test_no_cut_without_a_shorter_to_or_after_the_task():
     # A cut answered once the loop moved on to the next task changes nothing
     # in that one.
     answers = _Answers({"Report": 1, "To": 2})
-    position = _Position(answers)
+    position = Position(answers)
     first = position.begin({"Index": 1, "Pass": 0}, _records(10))
     next(first)
     nxt = []
@@ -242,7 +244,7 @@ class _StandIn(Client):
 
 @pytest.fixture
 def five_records(monkeypatch):
-    monkeypatch.setattr(client_module, "read_task", lambda task: _records(5))
+    monkeypatch.setattr(tasks_module, "read_task", lambda task: _records(5))
 
 
 def _train(c):
@@ -252,7 +254,7 @@ def _train(c):
 
 
 def test_a_waited_task_is_checked_skipped_when_another_trainers_and_cut_when_cut(monkeypatch, five_records, caplog):
-    monkeypatch.setattr(client_module, "_CHECK_AFTER", 0.0)  # every task waited long enough
+    monkeypatch.setattr(pipeline, "CHECK_AFTER", 0.0)  # every task waited long enough
     c = _StandIn([{"Index": 1, "Epoch": 1, "Pass": 0}, {"Index": 2, "Epoch": 1, "Pass": 0},
                   {"Index": 3, "Epoch": 1, "Pass": 0, "From": 1}, {"Index": 4, "Epoch": 1, "Pass": 0}],
                  {2: {"Report": 4, "To": 0},  # superseded: another trainer has it
@@ -269,7 +271,7 @@ def test_a_waited_task_is_checked_skipped_when_another_trainers_and_cut_when_cut
 
 
 def test_done_and_stale_tasks_are_skipped_too(monkeypatch, five_records):
-    monkeypatch.setattr(client_module, "_CHECK_AFTER", 0.0)
+    monkeypatch.setattr(pipeline, "CHECK_AFTER", 0.0)
     c = _StandIn([{"Index": i, "Epoch": 1, "Pass": 0} for i in (1, 2, 3)],
                  {1: {"Report": 2, "To": 0}, 2: {"Report": 3, "To": 0}, 3: {"Report": 5, "To": 2}})
     assert _train(c) == [(3, 0, False), (3, 1, True)]
@@ -279,10 +281,10 @@ def test_done_and_stale_tasks_are_skipped_too(monkeypatch, five_records):
 def test_no_check_for_a_task_that_did_not_wait_or_without_progress(monkeypatch, five_records):
     tasks = [{"Index": 1, "Epoch": 1, "Pass": 0}, {"Index": 2, "Epoch": 1, "Pass": 0}]
     superseded = {1: {"Report": 4, "To": 0}, 2: {"Report": 4, "To": 0}}
-    c = _StandIn(tasks, superseded)  # _CHECK_AFTER is 1 s: the tasks are yielded at once
+    c = _StandIn(tasks, superseded)  # CHECK_AFTER is 1 s: the tasks are yielded at once
     assert [t for t, _, last in _train(c) if last] == [1, 2]
     assert c.checked == [] and c.finished == [1, 2]
-    monkeypatch.setattr(client_module, "_CHECK_AFTER", 0.0)
+    monkeypatch.setattr(pipeline, "CHECK_AFTER", 0.0)
     c = _StandIn(tasks, superseded)
     c.progress_interval = 0  # no progress reporting: no check either
     assert len(_train(c)) == 10 and c.checked == []

@@ -1,29 +1,16 @@
 """The order of a task's records (wire.Task.Seed, the master's
--shuffle-seed): the same algorithm as go/wire.Shuffle, checked on the
-vectors go/wire's TestShuffleVectors checks, and a records() loop against a
-real master with a seed."""
+-shuffle-seed): a task's records in the order go/wire.Shuffle draws (its
+vectors are go/wire/testdata/contract.json's, test_contract.py), and a
+records() loop against a real master with a seed."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-import pytest
-
 from conftest import write_dataset
 from trainmaster import Client
-from trainmaster.client import read_task
-from trainmaster.shuffle import in_training_order, shuffle
-
-
-@pytest.mark.parametrize("n, seed, want", [
-    (10, 42, [0, 9, 5, 8, 6, 4, 7, 2, 1, 3]),
-    (12, 2**64 - 1, [3, 2, 4, 11, 7, 9, 5, 10, 0, 1, 6, 8]),
-    (1, 42, [0]),
-    (0, 42, []),
-    (-3, 42, []),
-])
-def test_shuffle_matches_go(n, seed, want):
-    assert shuffle(n, seed) == want
+from trainmaster.shuffle import shuffle
+from trainmaster.tasks import in_training_order, read_task
 
 
 def test_in_training_order():

@@ -31,9 +31,10 @@ from .discovery import EtcdResolver, addr_key
 from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, RoundRunning, Unauthorized
 from .files import Files
 from .recordio import RecordIOError
+from .wire import Report
 
 __all__ = [
-    "records", "Client", "Record", "Files", "DEFAULT_DATASET", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
+    "records", "Client", "Record", "Report", "Files", "DEFAULT_DATASET", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
     "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "RoundRunning", "ConnectionLost",
 ]
 

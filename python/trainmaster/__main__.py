@@ -38,7 +38,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from . import Client, Digest, EtcdResolver, recordio
-from .client import DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL
+from .wire import DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL
 
 
 def _counted(data: Optional[bytes], index: Optional[int]) -> bytes:

@@ -7,7 +7,8 @@ __all__ = [
     "ConnectionLost", "from_text",
 ]
 
-# The error texts of the wire contract (doc/protocol.md); stable.
+# The error texts of the wire contract (wire.Text*, doc/protocol.md); stable:
+# go/wire/testdata/contract.json holds them, for both clients' tests.
 TEXT_NO_TASK = "no task available"
 TEXT_ALL_DONE = "all passes done"
 TEXT_NO_DATASET = "dataset not reported"

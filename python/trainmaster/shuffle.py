@@ -5,9 +5,9 @@ Python trainer trains a task's records in the same order as a Go one."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import List
 
-__all__ = ["shuffle", "in_training_order"]
+__all__ = ["shuffle"]
 
 _MASK = (1 << 64) - 1
 
@@ -15,8 +15,9 @@ _MASK = (1 << 64) - 1
 def shuffle(n: int, seed: int) -> List[int]:
     """The order in which to train the n records of a task whose Seed is
     seed: a permutation of 0..n-1, record order[0] first. Fisher-Yates from
-    the last index down, drawing from splitmix64 with its state set to seed;
-    shuffle(10, 42) == [0, 9, 5, 8, 6, 4, 7, 2, 1, 3], as in Go."""
+    the last index down, drawing from splitmix64 with its state set to seed
+    (go/wire/testdata/contract.json holds vectors both clients are tested
+    against)."""
     order = list(range(max(n, 0)))
     state = seed & _MASK
     for i in range(len(order) - 1, 0, -1):
@@ -29,13 +30,3 @@ def shuffle(n: int, seed: int) -> List[int]:
         order[i], order[j] = order[j], order[i]
     return order
 
-
-def in_training_order(task: Dict[str, Any], records: List[bytes]) -> List[bytes]:
-    """A task's records in the order to train them: the file's, or, when
-    the master gave the task a Seed (a job with a -shuffle-seed), the order
-    shuffle draws from it. Positions in a task (From, TaskProgress) count
-    in this order."""
-    seed = task.get("Seed") or 0
-    if not seed:
-        return records
-    return [records[i] for i in shuffle(len(records), seed)]
