@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/statusapi"
 )
 
@@ -28,11 +29,8 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"more": func(i int) int { return i - 1 },
 	"plur": plural,
 	// other says whether a task's dataset is worth naming: one but train.
-	"other": func(dataset string) bool { return dataset != "" && dataset != defaultDataset },
+	"other": func(dataset string) bool { return dataset != "" && dataset != wire.DefaultDataset },
 }).Parse(pageHTML))
-
-// defaultDataset is wire.DefaultDataset: the job's figures are its.
-const defaultDataset = "train"
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	s.writePage(w, r, s.status(r.Context()))
@@ -249,7 +247,7 @@ func (v *pageView) Ago(t time.Time) string {
 // OtherPass says whether the held task t is not of its dataset's current
 // pass.
 func (v *pageView) OtherPass(t *statusapi.HeldTask) bool {
-	if t.Dataset == "" || t.Dataset == defaultDataset {
+	if t.Dataset == "" || t.Dataset == wire.DefaultDataset {
 		return v.Job == nil || t.Pass != v.Job.Pass
 	}
 	for _, d := range v.Datasets {
