@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -47,24 +48,24 @@ func readDatasets(path string) ([]wire.Dataset, error) {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxDatasetsFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, errors.Wrapf(err, "%s", path)
 	}
 	if len(b) > maxDatasetsFileBytes {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, maxDatasetsFileBytes)
+		return nil, errors.Errorf("%s: more than %d bytes", path, maxDatasetsFileBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var entries []datasetEntry
 	if err := dec.Decode(&entries); err != nil {
-		return nil, fmt.Errorf("%s: want a JSON array of datasets ({\"name\": ..., \"patterns\": [...]} or {\"name\": ..., \"records\": N, \"records_per_task\": M}): %w", path, err)
+		return nil, errors.Wrapf(err, "%s: want a JSON array of datasets ({\"name\": ..., \"patterns\": [...]} or {\"name\": ..., \"records\": N, \"records_per_task\": M})", path)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%s: more than one JSON value", path)
+		return nil, errors.Errorf("%s: more than one JSON value", path)
 	}
 	datasets := make([]wire.Dataset, len(entries))
 	for i, e := range entries {
 		if e.Name == "" {
-			return nil, fmt.Errorf("%s: dataset %d of %d has no name", path, i+1, len(entries))
+			return nil, errors.Errorf("%s: dataset %d of %d has no name", path, i+1, len(entries))
 		}
 		datasets[i] = wire.Dataset{Name: e.Name, Patterns: e.Patterns, ChunksPerTask: e.ChunksPerTask,
 			Records: e.Records, RecordsPerTask: e.RecordsPerTask, Passes: e.Passes}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // TestDoorThroughAFailover: the side door of the leader and of the standby
@@ -42,12 +42,12 @@ func TestDoorThroughAFailover(t *testing.T) {
 		}
 	}
 
-	discardEvent := func(e monitor.Event) bool {
+	discardEvent := func(e statusapi.Event) bool {
 		return e.Task == 5 && strings.HasPrefix(e.Trainer, "trainer-") && e.Discarded && e.Cause == "failed"
 	}
 	// The queues show a change as it is made, the events once it is
 	// durable: wait for both.
-	st := awaitStatus(t, j.leaderURL(), 30*time.Second, func(st monitor.Status) bool {
+	st := awaitStatus(t, j.leaderURL(), 30*time.Second, func(st statusapi.Status) bool {
 		return st.Job != nil && st.Job.Done >= 10 && st.Job.Failed == 1 && st.TrainersTotal == 3 && slices.ContainsFunc(st.Events, discardEvent)
 	})
 	if !st.Leading || len(st.Masters) != 2 || !st.Masters[0].Leading || st.Masters[0].HTTP+"/" != strings.TrimPrefix(j.leaderURL(), "http://") {
@@ -76,7 +76,7 @@ func TestDoorThroughAFailover(t *testing.T) {
 	}
 
 	j.masters[j.lead].cmd.Process.Kill()
-	st = awaitStatus(t, j.standbyURL(), 40*time.Second, func(st monitor.Status) bool {
+	st = awaitStatus(t, j.standbyURL(), 40*time.Second, func(st statusapi.Status) bool {
 		return st.Leading && st.Job != nil && st.TrainersTotal == 3
 	})
 	if len(st.Masters) != 1 || !st.Masters[0].Leading || st.Masters[0].HTTP+"/" != strings.TrimPrefix(j.standbyURL(), "http://") {
@@ -93,9 +93,9 @@ func TestDoorThroughAFailover(t *testing.T) {
 }
 
 // awaitStatus polls a master's status until ok holds, and returns it.
-func awaitStatus(t *testing.T, pageURL string, limit time.Duration, ok func(monitor.Status) bool) monitor.Status {
+func awaitStatus(t *testing.T, pageURL string, limit time.Duration, ok func(statusapi.Status) bool) statusapi.Status {
 	t.Helper()
-	var st monitor.Status
+	var st statusapi.Status
 	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
 		if st = statusOf(t, pageURL); ok(st) {
 			return st

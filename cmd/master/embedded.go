@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/internal/etcdembed"
@@ -15,20 +15,20 @@ import (
 // writes its endpoint to <data-dir>/endpoint.
 func startEmbedded(ctx context.Context, o *options, log logrus.FieldLogger) (func(), error) {
 	if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("embedded etcd: %w", err)
+		return nil, errors.Wrap(err, "embedded etcd")
 	}
 	srv, err := etcdembed.Start(ctx, etcdembed.Config{
 		Name: "master", Dir: filepath.Join(o.dataDir, "etcd"),
 		AutoCompactionMode: "revision", AutoCompactionRetention: "1000",
 	})
 	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: %w", err)
+		return nil, errors.Wrap(err, "embedded etcd")
 	}
 	o.etcd.Endpoints = srv.Endpoints()
 	endpointFile := filepath.Join(o.dataDir, "endpoint")
 	if err := os.WriteFile(endpointFile, []byte(o.etcd.Endpoints[0]+"\n"), 0o644); err != nil {
 		srv.Close()
-		return nil, fmt.Errorf("embedded etcd: %w", err)
+		return nil, errors.Wrap(err, "embedded etcd")
 	}
 	log.WithFields(logrus.Fields{"dir": o.dataDir, "endpoint": o.etcd.Endpoints[0], "endpoint_file": endpointFile}).
 		Info("embedded etcd started (no -endpoints given)")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/go/wire"
@@ -24,7 +25,7 @@ type inspection struct {
 	MasterAddr string `json:"master_addr,omitempty"` // empty: no master is serving
 	// Masters are the masters campaigning for the lock, the leader first.
 	Masters []discovery.Master `json:"masters"`
-	// The dataset train's queues, at the top as before named datasets.
+	// The dataset train's queues, at the top.
 	queueInspection
 	// Datasets are the job's other datasets, in name order.
 	Datasets []queueInspection `json:"datasets,omitempty"`
@@ -99,7 +100,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(opts.Endpoints) == 0 {
 		var err error
 		if opts.Endpoints, err = embeddedEndpoint(*dataDir); err != nil {
-			return fmt.Errorf("no -endpoints, and %w", err)
+			return errors.Wrap(err, "no -endpoints, and no embedded etcd's endpoint file")
 		}
 	}
 	log, err := newLogger("warn", stderr)

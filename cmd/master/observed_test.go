@@ -15,7 +15,7 @@ import (
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
-	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // observedJob is a job watched as people watch one: two masters on a test
@@ -118,9 +118,11 @@ func getJSON(t *testing.T, url string, v any) {
 }
 
 // statusOf returns the status a master's page shows (/status.json).
-func statusOf(t *testing.T, pageURL string) monitor.Status {
+func statusOf(t *testing.T, pageURL string) statusapi.Status {
 	t.Helper()
-	var st monitor.Status
-	getJSON(t, pageURL+"status.json", &st)
+	st, err := statusapi.NewClient(statusapi.ClientConfig{}).Status(context.Background(), hostPort(pageURL))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return st
 }

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // TestStatusPageInChromium reads the status pages of a real job as a
@@ -40,11 +40,11 @@ func TestStatusPageInChromium(t *testing.T) {
 	// The leader's page, dumped while task 5 is discarded in the pass;
 	// should the pass end before Chromium loads it, the next pass serves.
 	var (
-		st   monitor.Status
+		st   statusapi.Status
 		page *html.Node
 	)
 	for try := 1; ; try++ {
-		st = awaitStatus(t, j.leaderURL(), 60*time.Second, func(st monitor.Status) bool {
+		st = awaitStatus(t, j.leaderURL(), 60*time.Second, func(st statusapi.Status) bool {
 			return st.Job != nil && !st.Job.AllDone && st.Job.Failed == 1 && st.TrainersTotal == 3
 		})
 		page = dumpDOM(t, chromium, j.leaderURL())

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // The metrics follow Prometheus' conventions: the trainmaster_ prefix,
@@ -136,7 +138,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	sets := st.Datasets
 	if st.Job != nil {
-		sets = append([]JobStatus{*st.Job}, sets...)
+		sets = append([]statusapi.JobStatus{*st.Job}, sets...)
 	}
 	for _, j := range sets {
 		gauge(setPass, float64(j.Pass), j.Name)

@@ -1,15 +1,14 @@
-// Package monitor keeps what a master shows of its job: per-trainer
-// figures, the rate of records over the last 30 minutes, the latest
-// failures and timeouts, and counters for Prometheus (metrics.go). It is a
-// master.Observer, told of every durable change of every dataset of the
-// job; and it is told of each term, so that it can read the leading
-// service's queues when asked.
+// Package monitor keeps what a master shows of its job (statusapi.Status):
+// per-trainer figures, the rate of records over the last 30 minutes, the
+// latest failures and timeouts, and counters for Prometheus (metrics.go).
+// It is a master.Observer, told of every durable change of every dataset
+// of the job; and it is told of each term (Lead), so that it can read the
+// leading service's queues (a JobSource) when asked.
 //
 // The job's figures (Status.Job, the metrics without a dataset label) are
-// those of the dataset train, as before a job held several datasets; the
-// others (an evaluation dataset, say) are shown beside it
-// (Status.Datasets, the trainmaster_dataset_* metrics with a dataset
-// label). What counts tasks rather than describes a dataset counts them
+// those of the dataset train; the others (an evaluation dataset, say) are
+// shown beside it (Status.Datasets, the trainmaster_dataset_* metrics with
+// a dataset label). What counts tasks rather than describes a dataset counts them
 // all: the counters, the rate history, each trainer's totals and rate.
 //
 // What it promises: everything is in memory and bounded whatever trainers
@@ -31,6 +30,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/statusapi"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -66,19 +66,19 @@ const (
 
 // Monitor implements master.Observer. Its methods are safe for concurrent
 // use and hold its lock only briefly; Status and the metrics read the
-// leading service's queues (master.Service.Jobs) outside it.
+// leading service's queues (JobSource.Jobs) outside it.
 type Monitor struct {
 	cfg     Config
 	metrics *metrics
 
-	mu       sync.Mutex
-	svc      *master.Service // the leading term's service; nil on a standby
+	mu       sync.Mutex // guards the fields below
+	jobs     JobSource  // the leading term's service; nil on a standby
 	trainers *trainers
 	history  window             // finishes of every dataset: Status.Rate
 	rates    map[string]*window // finishes of each dataset, over rateSpan: its RecordsPerSecond and ETAs
 	born     time.Time          // when the monitor was made: the rate history starts there
 	started  time.Time          // when this process last started leading
-	events   []Event            // newest last, at most MaxEvents
+	events   []statusapi.Event  // newest last, at most MaxEvents
 	counts   counts
 	held     meanHold
 }
@@ -120,23 +120,39 @@ func New(cfg Config) *Monitor {
 		history: newWindow(historySlot, historySlots), rates: map[string]*window{}, born: cfg.Now()}
 }
 
-// Leading tells the monitor that svc is this process's service for a new
-// term; Leading(nil) that the term ended and it stands by.
-func (m *Monitor) Leading(svc *master.Service) {
+// JobSource is what the monitor reads of the leading term's service: the
+// state of each of its datasets. master.Service implements it.
+type JobSource interface {
+	Jobs() []master.JobState
+}
+
+// Lead tells the monitor that jobs is the leading service of a new term;
+// Lead(nil) that the term ended and it stands by.
+func (m *Monitor) Lead(jobs JobSource) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.svc = svc
+	m.jobs = jobs
 	m.trainers.newTerm()
-	if svc != nil {
+	if jobs != nil {
 		m.started = m.cfg.Now()
 	}
 }
 
-// service returns the leading service, nil on a standby.
-func (m *Monitor) service() *master.Service {
+// Leading is Lead for leader.Config.Term, which hands over the term's
+// service, and nil when the term ends.
+func (m *Monitor) Leading(svc *master.Service) {
+	if svc == nil {
+		m.Lead(nil) // not a nil *master.Service in a non-nil JobSource
+		return
+	}
+	m.Lead(svc)
+}
+
+// source returns the leading service, nil on a standby.
+func (m *Monitor) source() JobSource {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.svc
+	return m.jobs
 }
 
 // Called implements master.Observer.
@@ -223,7 +239,7 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 	if len(m.events) == MaxEvents {
 		m.events = slices.Delete(m.events, 0, 1)
 	}
-	m.events = append(m.events, Event{Time: ev.At.UTC(), Dataset: task.dataset, Task: ev.Index, Pass: ev.Pass, Trainer: name,
+	m.events = append(m.events, statusapi.Event{Time: ev.At.UTC(), Dataset: task.dataset, Task: ev.Index, Pass: ev.Pass, Trainer: name,
 		Cause: cause.String(), Discarded: ev.Discarded, Reason: ev.Reason})
 }
 
@@ -270,21 +286,21 @@ func (m *Monitor) Committed(took time.Duration, entries int, err error) {
 
 // Status returns what the status page shows, but for the masters (the
 // HTTP door adds them).
-func (m *Monitor) Status() Status {
+func (m *Monitor) Status() statusapi.Status {
 	st, _ := m.status(MaxShownTrainers)
 	return st
 }
 
 // status returns the status with at most shown trainers, and the counters.
-func (m *Monitor) status(shown int) (Status, counts) {
+func (m *Monitor) status(shown int) (statusapi.Status, counts) {
 	var jobs []master.JobState
-	if svc := m.service(); svc != nil {
-		jobs = svc.Jobs() // outside m.mu: it takes the datasets' locks
+	if src := m.source(); src != nil {
+		jobs = src.Jobs() // outside m.mu: it takes the datasets' locks
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Now()
-	st := Status{Time: now.UTC(), Leading: m.svc != nil, Rate: m.history.series(now, m.born)}
+	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born)}
 	// pass is train's: -1 while no job is known, each trainer's latest
 	// pass then; the job runs while one of its datasets does.
 	pass, running := -1, false
@@ -299,7 +315,7 @@ func (m *Monitor) status(shown int) (Status, counts) {
 	}
 	all := m.trainerStatus(now, pass, running)
 	st.Trainers, st.TrainersTotal = all[:min(len(all), shown)], len(all)
-	st.Events = make([]Event, 0, len(m.events))
+	st.Events = make([]statusapi.Event, 0, len(m.events))
 	for i := len(m.events) - 1; i >= 0; i-- {
 		st.Events = append(st.Events, m.events[i])
 	}
@@ -308,41 +324,37 @@ func (m *Monitor) status(shown int) (Status, counts) {
 
 // jobStatus turns a dataset's state in the service into the page's; its
 // rate and ETAs count its own finishes only. Called with m.mu held.
-func (m *Monitor) jobStatus(j master.JobState, now time.Time) *JobStatus {
-	js := &JobStatus{
+func (m *Monitor) jobStatus(j master.JobState, now time.Time) *statusapi.JobStatus {
+	js := &statusapi.JobStatus{
 		Name: j.Name, Round: j.Round, RecordsPerTask: j.RecordsPerTask,
 		Dataset: j.Patterns, Files: j.Files, Chunks: j.Chunks, ChunksPerTask: j.ChunksPerTask, Tasks: j.Tasks,
 		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone,
 		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone, Pieces: j.Pieces,
 		RecordsPerSecond: m.rate(j.Name, now),
-		Discarded:        []DiscardedTask{},
+		Discarded:        []statusapi.DiscardedTask{},
 	}
 	if js.Dataset == nil {
 		js.Dataset = []string{} // an index-range dataset: [] in JSON, as a job with files
 	}
 	for _, r := range j.Discarded {
-		js.Discarded = append(js.Discarded, DiscardedTask{Task: r.Index, Timeouts: r.Timeouts, Reason: r.Error})
+		js.Discarded = append(js.Discarded, statusapi.DiscardedTask{Task: r.Index, Timeouts: r.Timeouts, Reason: r.Error})
 	}
-	if js.RecordsPerSecond > 0 && !j.AllDone {
-		pass := float64(j.Records-j.RecordsDone) / js.RecordsPerSecond
-		all := pass + float64(j.Passes-j.Pass-1)*float64(j.Records)/js.RecordsPerSecond
-		js.PassETASeconds, js.JobETASeconds = &pass, &all
-	}
+	js.PassETASeconds, js.JobETASeconds = js.ETAs()
 	return js
 }
 
 // trainerStatus returns the trainers tracked, stalled first then slowest
 // first; none is stalled unless the job is running. Called with m.mu held.
-func (m *Monitor) trainerStatus(now time.Time, pass int, running bool) []TrainerStatus {
+func (m *Monitor) trainerStatus(now time.Time, pass int, running bool) []statusapi.TrainerStatus {
 	m.trainers.forget(now.Add(-m.cfg.ForgetAfter))
 	stallAfter := max(m.cfg.StallAfter, time.Duration(3*m.held.mean*float64(time.Second)))
-	all := make([]TrainerStatus, 0, len(m.trainers.byName))
+	all := make([]statusapi.TrainerStatus, 0, len(m.trainers.byName))
 	for _, t := range m.trainers.byName {
 		st := t.status(now, pass, stallAfter)
 		st.Stalled = st.Stalled && running
 		all = append(all, st)
 	}
-	slices.SortFunc(all, func(a, b TrainerStatus) int {
+	slices.SortFunc(all, func(a, b statusapi.TrainerStatus) int {
 		if a.Stalled != b.Stalled {
 			if a.Stalled {
 				return -1

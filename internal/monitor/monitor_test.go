@@ -17,6 +17,7 @@ import (
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/statusapi"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -57,7 +58,7 @@ func ev(task, pass int, records int64, at time.Time) master.TaskEvent {
 	return master.TaskEvent{Index: task, Pass: pass, Epoch: 1, Records: records, At: at}
 }
 
-func trainerNamed(t *testing.T, st Status, name string) TrainerStatus {
+func trainerNamed(t *testing.T, st statusapi.Status, name string) statusapi.TrainerStatus {
 	t.Helper()
 	for _, tr := range st.Trainers {
 		if tr.Name == name {
@@ -65,7 +66,7 @@ func trainerNamed(t *testing.T, st Status, name string) TrainerStatus {
 		}
 	}
 	t.Fatalf("no trainer %q in %+v", name, st.Trainers)
-	return TrainerStatus{}
+	return statusapi.TrainerStatus{}
 }
 
 // TestTrainerFigures: what is charged to whom. A finish counts to the
@@ -498,5 +499,40 @@ trainmaster_dataset_pass_records_done{dataset="train"} 3
 	}
 	if n := testutil.CollectAndCount(col, "trainmaster_dataset_pass", "trainmaster_dataset_queue_tasks"); n != 0 {
 		t.Errorf("a standby exports %d dataset series", n)
+	}
+}
+
+// jobSource is a leading service reduced to what the monitor reads.
+type jobSource []master.JobState
+
+func (s jobSource) Jobs() []master.JobState { return s }
+
+// TestLeadAnySource: the monitor shows the datasets of whatever JobSource
+// leads, train as the job and the others beside it, with the ETAs of
+// their rates; Lead(nil) makes it a standby.
+func TestLeadAnySource(t *testing.T) {
+	m, c := newMonitor(Config{})
+	m.Lead(jobSource{
+		{Name: "eval", RecordsPerTask: 10, Tasks: 3, Records: 25, Passes: 1, Todo: 3},
+		{Name: wire.DefaultDataset, Patterns: []string{"/d/*"}, Files: 1, Chunks: 4, ChunksPerTask: 1, Tasks: 4, Records: 12,
+			Pass: 1, Passes: 3, Todo: 2, Done: 2, RecordsDone: 6},
+	})
+	c.advance(time.Second)
+	m.Finished("a", master.TaskEvent{Dataset: wire.DefaultDataset, Index: 1, Pass: 1, Records: 6, At: c.Now()})
+	c.advance(5 * time.Second)
+	st := m.Status()
+	if !st.Leading || st.Job == nil || st.Job.Todo != 2 || len(st.Datasets) != 1 || st.Datasets[0].Name != "eval" {
+		t.Fatalf("leading: %+v", st)
+	}
+	if j := st.Job; j.RecordsPerSecond <= 0 || j.PassETASeconds == nil || *j.PassETASeconds != 6/j.RecordsPerSecond ||
+		*j.JobETASeconds != 18/j.RecordsPerSecond {
+		t.Errorf("train's rate %v, ETAs %v %v", j.RecordsPerSecond, j.PassETASeconds, j.JobETASeconds)
+	}
+	if d := st.Datasets[0]; d.PassETASeconds != nil || d.Dataset == nil {
+		t.Errorf("eval, which finished nothing: %+v", d)
+	}
+	m.Lead(nil)
+	if st := m.Status(); st.Leading || st.Job != nil {
+		t.Errorf("standby: %+v", st)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // trainer is what the monitor keeps of one trainer.
@@ -167,8 +168,8 @@ func (t *trainer) oldest() (task taskKey, h heldSince, ok bool) {
 
 // status returns t's figures at now, in pass (-1: its latest); stallAfter
 // is how long a trainer may stay silent before it is marked stalled.
-func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) TrainerStatus {
-	st := TrainerStatus{
+func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) statusapi.TrainerStatus {
+	st := statusapi.TrainerStatus{
 		Name: t.name, TasksTotal: t.tasksTotal, RecordsTotal: t.recordsTotal,
 		RecordsPerSecond: t.rate.rate(now, t.firstSeen, rateSpan),
 		Holding:          len(t.held), Failures: t.failures, Timeouts: t.timeouts, LastSeen: t.lastSeen.UTC(),
@@ -178,7 +179,7 @@ func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) Trai
 		st.TasksPass, st.RecordsPass = t.tasksPass, t.recordsPass
 	}
 	if task, h, ok := t.oldest(); ok {
-		st.Task = &HeldTask{Dataset: task.dataset, Index: task.index, Pass: h.pass, Since: h.since.UTC(), HeldSeconds: now.Sub(h.since).Seconds()}
+		st.Task = &statusapi.HeldTask{Dataset: task.dataset, Index: task.index, Pass: h.pass, Since: h.since.UTC(), HeldSeconds: now.Sub(h.since).Seconds()}
 	}
 	return st
 }

@@ -1,6 +1,10 @@
 package monitor
 
-import "time"
+import (
+	"time"
+
+	"github.com/trainmaster/master/internal/statusapi"
+)
 
 // window sums amounts over the last len(sums) slots of a fixed width: a
 // ring whose slots remember which slot of time they hold, so that nothing
@@ -60,12 +64,12 @@ func (w *window) rate(now, from time.Time, span time.Duration) float64 {
 
 // series returns the per-second rate of every whole slot the ring holds
 // before now and after from, oldest first, with the time each slot ends.
-func (w *window) series(now, from time.Time) []RatePoint {
+func (w *window) series(now, from time.Time) []statusapi.RatePoint {
 	last := w.slot(now) - 1 // the current slot is not over
 	first := max(last-int64(len(w.ids))+2, w.slot(from)+1)
-	out := make([]RatePoint, 0, len(w.ids))
+	out := make([]statusapi.RatePoint, 0, len(w.ids))
 	for id := first; id <= last; id++ {
-		out = append(out, RatePoint{
+		out = append(out, statusapi.RatePoint{
 			Time:             time.Unix(0, (id+1)*int64(w.width)).UTC(),
 			RecordsPerSecond: float64(w.at(id)) / w.width.Seconds(),
 		})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // hostile is a trainer name a client may send: the page must show it as
@@ -27,39 +29,39 @@ var pageNow = time.Date(2026, 11, 24, 15, 4, 5, 0, time.UTC)
 func seconds(s float64) *float64 { return &s }
 
 // leaderStatus is a leader's status in the second of three passes.
-func leaderStatus() monitor.Status {
-	var rate []monitor.RatePoint
+func leaderStatus() statusapi.Status {
+	var rate []statusapi.RatePoint
 	for i := range 60 {
-		rate = append(rate, monitor.RatePoint{Time: pageNow.Add(time.Duration(i-60) * 10 * time.Second),
+		rate = append(rate, statusapi.RatePoint{Time: pageNow.Add(time.Duration(i-60) * 10 * time.Second),
 			RecordsPerSecond: 2000 + float64(i*13%400)})
 	}
 	long := strings.Repeat("a very long reason <b>not bold</b> ", 40)
-	return monitor.Status{
+	return statusapi.Status{
 		Time: pageNow, Leading: true,
 		Masters: []discovery.Master{
 			{Candidate: discovery.Candidate{Host: "node-a", PID: 41, HTTP: "PAGEHOST"}, Leading: true},
 			{Candidate: discovery.Candidate{Host: "node-b", PID: 42, HTTP: "10.0.0.2:8081"}},
 			{Candidate: discovery.Candidate{Host: "node-c"}},
 		},
-		Job: &monitor.JobStatus{
+		Job: &statusapi.JobStatus{
 			Dataset: []string{"/data/train-*.recordio", "/data/<extra>.recordio"}, Files: 8, Chunks: 520, ChunksPerTask: 10,
 			Tasks: 52, Records: 16000, Pass: 1, Passes: 3, Todo: 20, Pending: 6, Done: 24, Failed: 2, RecordsDone: 7400,
 			RecordsPerSecond: 2735.4, PassETASeconds: seconds(3.1), JobETASeconds: seconds(9),
-			Discarded: []monitor.DiscardedTask{{Task: 5, Timeouts: 0, Reason: long}},
+			Discarded: []statusapi.DiscardedTask{{Task: 5, Timeouts: 0, Reason: long}},
 		},
-		Trainers: []monitor.TrainerStatus{
+		Trainers: []statusapi.TrainerStatus{
 			{Name: hostile, TasksPass: 1, RecordsPass: 300, TasksTotal: 9, RecordsTotal: 2900, Holding: 1, Stalled: true,
-				Task:     &monitor.HeldTask{Index: 17, Pass: 1, Since: pageNow.Add(-42 * time.Second), HeldSeconds: 42},
+				Task:     &statusapi.HeldTask{Index: 17, Pass: 1, Since: pageNow.Add(-42 * time.Second), HeldSeconds: 42},
 				Timeouts: 1, LastSeen: pageNow.Add(-42 * time.Second)},
 			{Name: "trainer-1", TasksPass: 5, RecordsPass: 1500, TasksTotal: 20, RecordsTotal: 6000, RecordsPerSecond: 610.5,
 				Failures: 2, LastSeen: pageNow.Add(-3 * time.Second)},
 			{Name: "trainer-2-" + strings.Repeat("x", 110), TasksPass: 6, RecordsPass: 1800, TasksTotal: 21,
 				RecordsTotal: 6300, RecordsPerSecond: 705, Holding: 3, LastSeen: pageNow,
-				Task: &monitor.HeldTask{Index: 30, Pass: 1, Since: pageNow.Add(-2 * time.Second), HeldSeconds: 2}},
+				Task: &statusapi.HeldTask{Index: 30, Pass: 1, Since: pageNow.Add(-2 * time.Second), HeldSeconds: 2}},
 		},
 		TrainersTotal: 250,
 		Rate:          rate,
-		Events: []monitor.Event{
+		Events: []statusapi.Event{
 			{Time: pageNow.Add(-5 * time.Second), Task: 5, Pass: 1, Trainer: "trainer-1", Cause: "failed", Discarded: true, Reason: long},
 			{Time: pageNow.Add(-9 * time.Second), Task: 17, Pass: 1, Trainer: hostile, Cause: "timed out"},
 		},
@@ -69,27 +71,27 @@ func leaderStatus() monitor.Status {
 // twoDatasetsStatus is leaderStatus with two more datasets: eval, an
 // index-range dataset in its fourth round, and holdout, done; a trainer
 // holds a task of eval and one of eval's failed.
-func twoDatasetsStatus() monitor.Status {
+func twoDatasetsStatus() statusapi.Status {
 	st := leaderStatus()
 	st.Job.Name = "train"
-	st.Datasets = []monitor.JobStatus{{
+	st.Datasets = []statusapi.JobStatus{{
 		Name: "eval", Round: 2, RecordsPerTask: 1000, Dataset: []string{}, Tasks: 25, Records: 25000, Pass: 4, Passes: 6,
-		Todo: 7, Pending: 2, Done: 16, RecordsDone: 16000, RecordsPerSecond: 310, Discarded: []monitor.DiscardedTask{},
+		Todo: 7, Pending: 2, Done: 16, RecordsDone: 16000, RecordsPerSecond: 310, Discarded: []statusapi.DiscardedTask{},
 	}, {
 		Name: "holdout", RecordsPerTask: 10, Dataset: []string{}, Tasks: 10, Records: 100, Pass: 1, Passes: 1, AllDone: true,
-		Done: 10, Discarded: []monitor.DiscardedTask{},
+		Done: 10, Discarded: []statusapi.DiscardedTask{},
 	}}
 	st.Trainers[0].Task.Dataset, st.Trainers[0].Task.Index, st.Trainers[0].Task.Pass = "eval", 4, 4
 	st.Trainers[2].Task.Dataset = "train"
-	st.Events[0] = monitor.Event{Time: pageNow.Add(-5 * time.Second), Dataset: "eval", Task: 4, Pass: 4, Trainer: "trainer-1",
+	st.Events[0] = statusapi.Event{Time: pageNow.Add(-5 * time.Second), Dataset: "eval", Task: 4, Pass: 4, Trainer: "trainer-1",
 		Cause: "failed", Discarded: true, Reason: "disk " + st.Events[0].Reason}
 	st.Events[1].Dataset = "train"
 	return st
 }
 
 // standbyStatus is a standby's status; the leader's page is at leaderHTTP.
-func standbyStatus(leaderHTTP string) monitor.Status {
-	return monitor.Status{Time: pageNow, Masters: []discovery.Master{
+func standbyStatus(leaderHTTP string) statusapi.Status {
+	return statusapi.Status{Time: pageNow, Masters: []discovery.Master{
 		{Candidate: discovery.Candidate{Host: "node-a", PID: 41, HTTP: leaderHTTP}, Leading: true},
 		{Candidate: discovery.Candidate{Host: "node-b", PID: 42, HTTP: "PAGEHOST"}},
 	}}
@@ -98,7 +100,7 @@ func standbyStatus(leaderHTTP string) monitor.Status {
 // render serves st as the page through httptest (over TLS when tls) and
 // returns the body and the document. "PAGEHOST" in the masters' HTTP
 // addresses stands for the test server's address.
-func render(t *testing.T, st monitor.Status, tls bool) (string, *html.Node) {
+func render(t *testing.T, st statusapi.Status, tls bool) (string, *html.Node) {
 	t.Helper()
 	s, err := New(Config{Monitor: monitor.New(monitor.Config{}), Refresh: 7 * time.Second})
 	if err != nil {
@@ -159,7 +161,7 @@ func parsePage(t *testing.T, r io.Reader) (string, *html.Node) {
 func TestPage(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		status monitor.Status
+		status statusapi.Status
 		tls    bool
 		checks []check
 	}{{
@@ -217,14 +219,14 @@ func TestPage(t *testing.T) {
 		checks: []check{hasText("#standby", "node-a", "it serves no status page"), absent("#leader-link")},
 	}, {
 		name:   "standby that cannot read the lock keys",
-		status: monitor.Status{Time: pageNow, Masters: []discovery.Master{}, MastersError: "etcd: context deadline exceeded"},
+		status: statusapi.Status{Time: pageNow, Masters: []discovery.Master{}, MastersError: "etcd: context deadline exceeded"},
 		checks: []check{
 			hasText("#standby", "No leader is known: etcd: context deadline exceeded"),
 			hasText("#masters-error", "etcd: context deadline exceeded"),
 		},
 	}, {
 		name:   "leader without a dataset, no history",
-		status: monitor.Status{Time: pageNow, Leading: true},
+		status: statusapi.Status{Time: pageNow, Leading: true},
 		checks: []check{
 			hasText("#no-dataset", "waits for a dataset"),
 			hasText("#rate-chart", "no records finished in this time", "−2 min", "now"),
@@ -254,7 +256,7 @@ func TestPage(t *testing.T) {
 		},
 	}, {
 		name: "an index-range train",
-		status: func() monitor.Status {
+		status: func() statusapi.Status {
 			st := leaderStatus()
 			st.Job.Name, st.Job.Dataset, st.Job.Files, st.Job.Chunks, st.Job.ChunksPerTask = "train", []string{}, 0, 0, 0
 			st.Job.RecordsPerTask, st.Job.Round = 1000, 2
@@ -267,7 +269,7 @@ func TestPage(t *testing.T) {
 		},
 	}, {
 		name: "pieces cut from stragglers",
-		status: func() monitor.Status {
+		status: func() statusapi.Status {
 			st := leaderStatus()
 			st.Job.Pieces, st.Job.Pending = 2, 8
 			return st
@@ -275,11 +277,11 @@ func TestPage(t *testing.T) {
 		checks: []check{hasText("#queues", "52 + 2 pieces cut from stragglers", "Pending8")},
 	}, {
 		name: "all done",
-		status: func() monitor.Status {
+		status: func() statusapi.Status {
 			st := leaderStatus()
 			j := st.Job
 			j.Pass, j.AllDone, j.Todo, j.Pending, j.Done, j.Failed, j.RecordsDone = 3, true, 0, 0, 52, 0, 0
-			j.PassETASeconds, j.JobETASeconds, j.Discarded = nil, nil, []monitor.DiscardedTask{}
+			j.PassETASeconds, j.JobETASeconds, j.Discarded = nil, nil, []statusapi.DiscardedTask{}
 			st.Rate = nil
 			for i := range st.Trainers {
 				st.Trainers[i].Stalled, st.Trainers[i].Task = false, nil
@@ -296,7 +298,7 @@ func TestPage(t *testing.T) {
 		},
 	}, {
 		name: "many passes, rate unknown",
-		status: func() monitor.Status {
+		status: func() statusapi.Status {
 			st := leaderStatus()
 			st.Job.Pass, st.Job.Passes, st.Job.RecordsPerSecond = 36, 1000, 0
 			st.Job.PassETASeconds, st.Job.JobETASeconds = nil, nil
@@ -361,6 +363,9 @@ func TestPageThroughTheHandler(t *testing.T) {
 }
 
 func TestPageFormats(t *testing.T) {
+	pct := func(done, all int64) string {
+		return strconv.Itoa((&statusapi.JobStatus{RecordsDone: done, Records: all}).Percent())
+	}
 	for _, tc := range []struct{ got, want string }{
 		{num(0), "0"}, {num(999), "999"}, {num(1000), "1,000"}, {num(int64(-1234567)), "-1,234,567"},
 		{num(2.5), "2.5"}, {num(2.0), "2"}, {num(2735.4), "2,735"},

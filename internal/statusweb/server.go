@@ -6,7 +6,7 @@
 //	/metrics      Prometheus text format (the monitor's metrics, Go's and the process's)
 //	/healthz      200 "ok" while the process runs
 //	/readyz       200 "leading" on the leader, 503 "standing by" elsewhere
-//	/status.json  monitor.Status, with the masters read from the lock keys
+//	/status.json  statusapi.Status, with the masters read from the lock keys
 //	/             the status page: the same, as HTML with inline SVG, refreshing itself
 //
 // Locks: with a token, every path but the probes wants the header
@@ -34,6 +34,7 @@ import (
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // Config configures a Server.
@@ -167,7 +168,7 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 }
 
 // status returns the monitor's status with the masters.
-func (s *Server) status(ctx context.Context) monitor.Status {
+func (s *Server) status(ctx context.Context) statusapi.Status {
 	st := s.cfg.Monitor.Status()
 	st.Masters = []discovery.Master{}
 	if s.cfg.Masters == nil {

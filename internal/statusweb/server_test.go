@@ -2,7 +2,6 @@ package statusweb
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // serveDoor serves a side door of cfg on a loopback port until the test
@@ -75,6 +75,17 @@ func fetch(t *testing.T, c *http.Client, url, token string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// statusOf fetches the /status.json of the door at base with statusapi's
+// client, and fails the test on any error.
+func statusOf(t *testing.T, base string) statusapi.Status {
+	t.Helper()
+	st, err := statusapi.NewClient(statusapi.ClientConfig{}).Status(context.Background(), strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // TestProbesAndToken: the probes answer without the token, and say
@@ -153,22 +164,20 @@ func TestMastersInStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		read  func(ctx context.Context) ([]discovery.Master, error)
-		check func(monitor.Status) bool
+		check func(statusapi.Status) bool
 	}{
 		{"read", func(context.Context) ([]discovery.Master, error) { return masters, nil },
-			func(st monitor.Status) bool { return len(st.Masters) == 1 && st.Masters[0].HTTP == "127.0.0.1:1" }},
+			func(st statusapi.Status) bool { return len(st.Masters) == 1 && st.Masters[0].HTTP == "127.0.0.1:1" }},
 		{"failed", func(context.Context) ([]discovery.Master, error) { return nil, errors.New("etcd down") },
-			func(st monitor.Status) bool { return len(st.Masters) == 0 && st.MastersError == "etcd down" }},
+			func(st statusapi.Status) bool { return len(st.Masters) == 0 && st.MastersError == "etcd down" }},
 		{"hung", func(ctx context.Context) ([]discovery.Master, error) { <-ctx.Done(); return nil, ctx.Err() },
-			func(st monitor.Status) bool { return st.MastersError == context.DeadlineExceeded.Error() }},
+			func(st statusapi.Status) bool { return st.MastersError == context.DeadlineExceeded.Error() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := serveDoor(t, Config{Masters: tc.read})
 			start := time.Now()
-			code, body := fetch(t, http.DefaultClient, base+"/status.json", "")
-			var st monitor.Status
-			if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || !tc.check(st) {
-				t.Errorf("%d %v %s", code, err, body)
+			if st := statusOf(t, base); !tc.check(st) {
+				t.Errorf("%+v", st)
 			}
 			if took := time.Since(start); took > mastersTimeout+5*time.Second {
 				t.Errorf("took %v", took)
@@ -207,11 +216,7 @@ func TestDatasetsThroughTheDoor(t *testing.T) {
 	}
 	base := serveDoor(t, Config{Monitor: mon})
 
-	code, body := fetch(t, http.DefaultClient, base+"/status.json", "")
-	var st monitor.Status
-	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 {
-		t.Fatalf("/status.json: %d %v %s", code, err, body)
-	}
+	st := statusOf(t, base)
 	if st.Job == nil || st.Job.Name != "train" || st.Job.Tasks != 4 || st.Job.Todo != 4 || len(st.Datasets) != 1 {
 		t.Fatalf("/status.json: job %+v, datasets %+v", st.Job, st.Datasets)
 	}

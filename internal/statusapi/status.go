@@ -1,4 +1,12 @@
-package monitor
+// Package statusapi is the status a master's side door serves as
+// /status.json: its JSON types, what is derived from them for people
+// (the share of a pass done, the time left), and a client that fetches it
+// and finds the leading master's page. `master watch`, the status page and
+// the tests read the status through it.
+//
+// The JSON names are a contract for scripts: fields are added, never
+// renamed (testdata/status.golden.json holds every one).
+package statusapi
 
 import (
 	"time"
@@ -6,9 +14,7 @@ import (
 	"github.com/trainmaster/master/go/discovery"
 )
 
-// Status is what the status page shows and /status.json serves. Its JSON
-// names are a contract for scripts and `master watch`: fields are added,
-// never renamed.
+// Status is what the status page shows and /status.json serves.
 type Status struct {
 	Time    time.Time `json:"time"`
 	Leading bool      `json:"leading"` // this master leads and serves
@@ -24,7 +30,7 @@ type Status struct {
 	// in name order; empty on a standby, or when train is the only one.
 	Datasets []JobStatus `json:"datasets,omitempty"`
 	// Trainers, stalled ones first, then slowest first; at most
-	// MaxShownTrainers of TrainersTotal.
+	// monitor.MaxShownTrainers of TrainersTotal.
 	Trainers      []TrainerStatus `json:"trainers"`
 	TrainersTotal int             `json:"trainers_total"`
 	// Rate is records per second in each 10-second slot of the last 30
