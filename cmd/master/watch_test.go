@@ -26,9 +26,9 @@ import (
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
-	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/statusweb"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
 
 // The view: render and summary on statuses made by hand.
@@ -290,10 +290,7 @@ func TestWatchLocks(t *testing.T) {
 		}
 	}
 	serverTLS := func(clientCA string) statusweb.Config {
-		port, err := master.ServerTLS(certs.ServerCert, certs.ServerKey, clientCA)
-		if err != nil {
-			t.Fatal(err)
-		}
+		port := porttest.TLS(t, certs.ServerCert, certs.ServerKey, clientCA)
 		return statusweb.Config{TLS: statusweb.ServerTLS(port)}
 	}
 	plain := watchDoor(t, statusweb.Config{})
