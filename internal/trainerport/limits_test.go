@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
@@ -185,4 +184,3 @@ func peakGoroutines(done <-chan error, limit time.Duration) int {
 		}
 	}
 }
-
