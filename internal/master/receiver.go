@@ -37,6 +37,8 @@ func (t TaskReport) task() wire.Task {
 // CallerName names the trainer reporting, for the port (wire.Caller).
 func (t TaskReport) CallerName() string { return wire.CallerName(t.Trainer) }
 
+var _ wire.Caller = TaskReport{} // the port follows trainers by it
+
 func (r *Receiver) GetTask(finished TaskReport, reply *wire.Task) error {
 	next, err := r.s.GetTask(context.Background(), finished.task())
 	*reply = next

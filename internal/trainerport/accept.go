@@ -167,7 +167,7 @@ func (sv *Server) serveConn(c *trainerConn) {
 }
 
 // codec is the codec of c, within the limits: JSON-RPC when the first byte
-// the client sends opens a JSON object, gob otherwise (server_json.go).
+// the client sends opens a JSON object, gob otherwise (json.go).
 func (sv *Server) codec(c *trainerConn) (*limitedCodec, error) {
 	in := bufio.NewReader(c.rw)
 	first, err := in.Peek(1)
