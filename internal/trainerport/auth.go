@@ -22,7 +22,8 @@ import (
 const authMethod = "Authenticate"
 
 // authService is the name the port registers authReceiver under; calls of
-// authMethod on a registered service are routed to it.
+// authMethod on a registered service are routed to it, and checked alike
+// when a client names it directly.
 const authService = "TrainerPort"
 
 // authReceiver is the net/rpc target of Authenticate: the codec checks the

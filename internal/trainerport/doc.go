@@ -20,7 +20,7 @@
 //	srv.Close() // waits for the replies of the calls in flight, up to 2 s
 //
 // More services can be registered on the same port (before Serve), each
-// under its own name; a client calls "Name.Method".
+// under its own name; a client calls "Name.Method" (see the Example).
 //
 // What the port promises, whatever a client sends:
 //   - Encodings: a connection speaks net/rpc's gob or JSON-RPC 1.0

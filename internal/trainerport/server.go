@@ -77,7 +77,7 @@ func (sv *Server) Register(name string, rcvr any, l Listener) error {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	if sv.lis != nil || sv.conns == nil {
-		return errors.Errorf("master: register %s on a port already serving", name)
+		return errors.Errorf("master: register %s on a port serving or closed", name)
 	}
 	if err := sv.rpc.RegisterName(name, rcvr); err != nil {
 		return errors.Wrap(err, "master: register rpc service")
