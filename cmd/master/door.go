@@ -10,9 +10,9 @@ import (
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/internal/leader"
-	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/statusweb"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // door is the master's HTTP side door (-http-addr): metrics, probes and the
@@ -43,7 +43,7 @@ func openDoor(o *options) (*door, error) {
 
 // serve serves the side door until ctx ends; port is the trainer port's
 // configuration, whose TLS and token lock the door too.
-func (d *door) serve(ctx context.Context, o *options, port master.ServerConfig, log logrus.FieldLogger) {
+func (d *door) serve(ctx context.Context, o *options, port trainerport.Config, log logrus.FieldLogger) {
 	if d.lis == nil {
 		return
 	}

@@ -24,9 +24,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
-	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/statusweb"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
 
 // The watch against a side door in this process: a standby's, with the
@@ -67,10 +67,7 @@ func TestWatchLocks(t *testing.T) {
 		}
 	}
 	serverTLS := func(clientCA string) statusweb.Config {
-		port, err := master.ServerTLS(certs.ServerCert, certs.ServerKey, clientCA)
-		if err != nil {
-			t.Fatal(err)
-		}
+		port := porttest.TLS(t, certs.ServerCert, certs.ServerKey, clientCA)
 		return statusweb.Config{TLS: statusweb.ServerTLS(port)}
 	}
 	plain := watchDoor(t, statusweb.Config{})

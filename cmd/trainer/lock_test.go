@@ -17,6 +17,8 @@ import (
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/master/mastertest"
+	"github.com/trainmaster/master/internal/trainerport"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
 
 // startLockedMaster serves a real master on a loopback port with TLS that
@@ -30,11 +32,8 @@ func startLockedMaster(t *testing.T, certs etcdtest.Certs, token string) string 
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Close)
-	serverTLS, err := master.ServerTLS(certs.ServerCert, certs.ServerKey, certs.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mastertest.Serve(t, svc, master.ServerConfig{TLS: serverTLS, Token: token, Log: quiet})
+	serverTLS := porttest.TLS(t, certs.ServerCert, certs.ServerKey, certs.CAFile)
+	return mastertest.Serve(t, svc, trainerport.Config{TLS: serverTLS, Token: token, Log: quiet})
 }
 
 // TestLockedMaster: with the right CA, certificate and token (by flag or

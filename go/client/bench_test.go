@@ -15,7 +15,9 @@ import (
 
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/recordio"
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // The benchmark dataset: benchFiles RecordIO files holding benchBytes of
@@ -112,7 +114,7 @@ func (ds *benchDataset) scan(b *testing.B) (records, bytes int64) {
 // and a client that has reported the dataset to it.
 type benchMaster struct {
 	svc *master.Service
-	srv *master.Server
+	srv *trainerport.Server
 	c   *client.Client
 }
 
@@ -124,8 +126,11 @@ func startBenchMaster(b *testing.B, ds *benchDataset) *benchMaster {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := master.NewServer(svc, quiet)
+	srv, err := trainerport.NewServer(trainerport.Config{Log: quiet})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc)); err != nil {
 		b.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

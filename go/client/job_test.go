@@ -15,6 +15,7 @@ import (
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/master/mastertest"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // job is the real master (internal/master's Service, served by its net/rpc
@@ -56,7 +57,7 @@ func (j *job) serve(t *testing.T) string {
 		t.Fatal(err)
 	}
 	j.svc = svc
-	return mastertest.Serve(t, svc, master.ServerConfig{Log: j.cfg.Log})
+	return mastertest.Serve(t, svc, trainerport.Config{Log: j.cfg.Log})
 }
 
 // restart stops the master, as a crash or a lost leadership does, and

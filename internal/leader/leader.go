@@ -27,10 +27,12 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/trainmaster/master/go/discovery"
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/election"
 	"github.com/trainmaster/master/internal/etcdstore"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/taskqueue"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // Config configures Run.
@@ -49,7 +51,7 @@ type Config struct {
 	Stats func(*etcdstore.Stats)
 	// Server configures the trainer port: its limits, TLS and token (its
 	// Log is replaced by Log).
-	Server master.ServerConfig
+	Server trainerport.Config
 	// Listen, if set, opens the trainer port instead of net.Listen("tcp",
 	// addr): for listeners handed over by a supervisor, and for tests.
 	Listen func(addr string) (net.Listener, error)
@@ -140,7 +142,7 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	}
 	srvCfg := cfg.Server
 	srvCfg.Log = cfg.Log
-	srv, err := master.NewServerWith(svc, srvCfg)
+	srv, err := newPort(svc, srvCfg)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
@@ -179,7 +181,7 @@ func unservable(err error) bool {
 // portFailed ends a term whose trainer port stopped accepting: no trainer
 // can reach this master any more, so it resigns at once for a standby to
 // serve, rather than hold the lock and its published address.
-func portFailed(cfg Config, lead *election.Leadership, srv *master.Server, err error) error {
+func portFailed(cfg Config, lead *election.Leadership, srv *trainerport.Server, err error) error {
 	if err == nil {
 		err = errors.New("the listener was closed")
 	}
@@ -187,6 +189,18 @@ func portFailed(cfg Config, lead *election.Leadership, srv *master.Server, err e
 	srv.Close()
 	resign(cfg, lead)
 	return fmt.Errorf("leader: trainer port: %w", err)
+}
+
+// newPort returns the trainer port of a term, serving svc.
+func newPort(svc *master.Service, cfg trainerport.Config) (*trainerport.Server, error) {
+	srv, err := trainerport.NewServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc)); err != nil {
+		return nil, err
+	}
+	return srv, nil
 }
 
 // resign gives up the lock by revoking the lease, within 2 seconds, so that

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/taskqueue"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // oldTask is wire.Task as trainers built before trainer names, progress
@@ -24,7 +25,7 @@ type oldTask struct {
 func TestTrainerThatKnowsNoneOfIt(t *testing.T) {
 	pattern := writeDataset(t, t.TempDir(), 1, 6)
 	s, _ := newService(t, Config{ChunksPerTask: 1, Queue: taskqueue.Config{Passes: 2, Stragglers: taskqueue.StragglersSplit}})
-	p := startPort(t, s, ServerConfig{})
+	p := startPort(t, s, trainerport.Config{})
 	rc, err := rpc.Dial("tcp", p.addr)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/taskqueue"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // consumption is what the trainers of an end-to-end run consumed: per pass
@@ -99,7 +100,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	addr := mastertest.Serve(t, svc, master.ServerConfig{Log: log})
+	addr := mastertest.Serve(t, svc, trainerport.Config{Log: log})
 
 	// The dataset has 4 fixtures (8, 8, 8 and 4 chunks) and 6 generated
 	// files of 40 chunks: 268 chunks, 90 tasks of 3 chunks (the last of 1).

@@ -26,6 +26,7 @@ import (
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/taskqueue"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // leadStore wins the master lock of namespace on cli and returns a store
@@ -63,11 +64,11 @@ func resign(t *testing.T, namespace string) {
 // client of it.
 func serve(t *testing.T, svc *master.Service) *rpc.Client {
 	t.Helper()
-	return serveWith(t, svc, master.ServerConfig{})
+	return serveWith(t, svc, trainerport.Config{})
 }
 
 // serveWith is serve with a server configuration.
-func serveWith(t *testing.T, svc *master.Service, cfg master.ServerConfig) *rpc.Client {
+func serveWith(t *testing.T, svc *master.Service, cfg trainerport.Config) *rpc.Client {
 	t.Helper()
 	cfg.Log = quiet()
 	rc, err := rpc.Dial("tcp", mastertest.Serve(t, svc, cfg))
@@ -102,7 +103,7 @@ func TestLongFailureReasonsDoNotStallTheJob(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	pattern := writeFiles(t, 19)
 	svc := newEtcdService(t, leadStore(t, cli, "/long"), master.Config{ChunksPerTask: 1, Queue: taskqueue.Config{MaxTimeouts: 10}})
-	rc := serveWith(t, svc, master.ServerConfig{Limits: master.Limits{MaxRequestBytes: 1 << 20}})
+	rc := serveWith(t, svc, trainerport.Config{Limits: trainerport.Limits{MaxRequestBytes: 1 << 20}})
 	if err := rc.Call("Master.ReportDataset", []string{pattern}, new(int)); err != nil {
 		t.Fatal(err)
 	}

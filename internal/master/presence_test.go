@@ -10,6 +10,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/taskqueue"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // graceRunning reports whether trainer's grace runs.
@@ -82,7 +83,7 @@ func TestLostTrainerTasksBackAtOnce(t *testing.T) {
 	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
 		t.Fatal(err)
 	}
-	p := startPort(t, s, ServerConfig{})
+	p := startPort(t, s, trainerport.Config{})
 	a, b := dialTrainer(t, p.addr, "a"), dialTrainer(t, p.addr, "b")
 	a.getTask(wire.Task{})
 	a.getTask(wire.Task{})
@@ -138,7 +139,7 @@ func TestTrainerBackWithinGrace(t *testing.T) {
 	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
 		t.Fatal(err)
 	}
-	p := startPort(t, s, ServerConfig{})
+	p := startPort(t, s, trainerport.Config{})
 	a, anon := dialTrainer(t, p.addr, "a"), dialTrainer(t, p.addr, "")
 	held := a.getTask(wire.Task{})
 	anon.getTask(wire.Task{})
@@ -180,7 +181,7 @@ func TestRestoredHoldersGetGrace(t *testing.T) {
 	if !graceRunning(s, "a") || !graceRunning(s, "b") {
 		t.Fatal("no grace started for the restored holders")
 	}
-	p := startPort(t, s, ServerConfig{})
+	p := startPort(t, s, trainerport.Config{})
 	b := dialTrainer(t, p.addr, "b")
 	b.getTask(wire.Task{})
 	clock.Advance(10*time.Second - time.Millisecond) // twice the grace after a failover

@@ -14,6 +14,7 @@ import (
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/taskqueue"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // TestProgressResumesTask: a go/client loop that stops in the middle of a
@@ -32,7 +33,7 @@ func TestProgressResumesTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	addr := mastertest.Serve(t, svc, master.ServerConfig{Log: log})
+	addr := mastertest.Serve(t, svc, trainerport.Config{Log: log})
 	cfg := client.Config{MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, ProgressInterval: time.Hour}
 
 	first := client.New(client.Static(addr), withName(cfg, "first"))
@@ -90,7 +91,7 @@ func TestSupersededTaskIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	addr := mastertest.Serve(t, svc, master.ServerConfig{Log: log})
+	addr := mastertest.Serve(t, svc, trainerport.Config{Log: log})
 	cfg := client.Config{MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, ProgressInterval: 50 * time.Millisecond}
 
 	slow := client.New(client.Static(addr), withName(cfg, "slow"))

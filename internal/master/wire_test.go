@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // startServer serves s on a loopback port.
@@ -21,7 +22,7 @@ func startServer(t *testing.T, s *Service) string {
 func startServerB(t testing.TB, s *Service) string {
 	t.Helper()
 	lis := listenLoopback(t)
-	serveOn(t, s, ServerConfig{Log: quietLog()}, lis)
+	serveOn(t, s, trainerport.Config{Log: quietLog()}, lis)
 	return lis.Addr().String()
 }
 

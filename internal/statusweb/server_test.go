@@ -21,6 +21,7 @@ import (
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/statusapi"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
 
 // serveDoor serves a side door of cfg on a loopback port until the test
@@ -133,10 +134,7 @@ func TestProbesAndToken(t *testing.T) {
 // client certificate, the probes do not.
 func TestClientCertificates(t *testing.T) {
 	certs := etcdtest.GenerateCerts(t)
-	port, err := master.ServerTLS(certs.ServerCert, certs.ServerKey, certs.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := porttest.TLS(t, certs.ServerCert, certs.ServerKey, certs.CAFile)
 	base := serveDoor(t, Config{TLS: ServerTLS(port)})
 	withCert := &http.Client{Transport: &http.Transport{TLSClientConfig: etcdtest.ClientTLS(t, certs)}}
 	noCert := &http.Client{Transport: &http.Transport{TLSClientConfig: etcdtest.ClientTLSNoCert(t, certs)}}

@@ -1,4 +1,4 @@
-package master
+package trainerport
 
 import (
 	"io"
@@ -28,16 +28,33 @@ import (
 // Calls are numbered by the codec itself (net/rpc sees its numbers; the
 // inner codec gets its own back with each reply), so that a client reusing
 // a sequence number cannot make one call's reply free another's slot.
+//
+// It is also where the port sees each call before its receiver does: a
+// call of Authenticate is routed to the port's own receiver (auth.go), and
+// every decoded argument passes trainerConn.decoded. A reply goes out with
+// the method name the client sent.
 type limitedCodec struct {
 	rpc.ServerCodec
 	conn  *trainerConn
 	slots chan struct{} // one element per call awaiting its reply
 	large chan struct{} // holds one element while a large call awaits its reply
 
-	mu    sync.Mutex
-	last  uint64            // the codec's number of the last call read; from 1
-	inner map[uint64]uint64 // the codec's number -> the inner codec's, per call awaiting its reply
-	held  uint64            // the codec's number of the call holding the large slot; 0: none
+	// The call being read, between its header and its argument: only the
+	// connection's goroutine, which reads, uses them.
+	method string // as the client sent it
+	auth   bool   // a call of Authenticate
+
+	mu    sync.Mutex      // guards the fields below
+	last  uint64          // the codec's number of the last call read; from 1
+	inner map[uint64]sent // the codec's number -> the client's, per call awaiting its reply
+	held  uint64          // the codec's number of the call holding the large slot; 0: none
+}
+
+// sent is how the client named a call: its number (the inner codec's) and
+// its method.
+type sent struct {
+	seq    uint64
+	method string
 }
 
 // largeRequestBytes is the size over which an argument is large: every call
@@ -50,7 +67,7 @@ type bodySizer interface{ nextBodyBytes() int }
 
 func newLimitedCodec(codec rpc.ServerCodec, conn *trainerConn, maxInflight int) *limitedCodec {
 	return &limitedCodec{ServerCodec: codec, conn: conn, slots: make(chan struct{}, maxInflight),
-		large: make(chan struct{}, 1), inner: map[uint64]uint64{}}
+		large: make(chan struct{}, 1), inner: map[uint64]sent{}}
 }
 
 // ReadRequestHeader waits for a free slot, then reads the next header. It
@@ -64,10 +81,12 @@ func (c *limitedCodec) ReadRequestHeader(r *rpc.Request) error {
 		<-c.slots
 		return c.conn.headerFailed(err)
 	}
+	c.method = r.ServiceMethod
+	r.ServiceMethod, c.auth = c.conn.sv.authCall(r.ServiceMethod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last++
-	c.inner[c.last], r.Seq = r.Seq, c.last
+	c.inner[c.last], r.Seq = sent{seq: r.Seq, method: c.method}, c.last
 	c.conn.callStarted()
 	return nil
 }
@@ -107,9 +126,9 @@ func (c *limitedCodec) takeLarge() error {
 	return nil
 }
 
-// ended forgets the call numbered own and returns the inner codec's number
-// for it, and whether it held the large slot.
-func (c *limitedCodec) ended(own uint64) (inner uint64, heldLarge bool) {
+// ended forgets the call numbered own and returns how the client named
+// it, and whether it held the large slot.
+func (c *limitedCodec) ended(own uint64) (inner sent, heldLarge bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	inner = c.inner[own]
@@ -121,17 +140,22 @@ func (c *limitedCodec) ended(own uint64) (inner uint64, heldLarge bool) {
 }
 
 // ReadRequestBody reads the argument; one over the size limit has been
-// skipped, and its error is the answer.
+// skipped, and its error is the answer. A nil body is net/rpc dropping the
+// argument of a call it cannot serve (no such method).
 func (c *limitedCodec) ReadRequestBody(body any) error {
 	if err := c.takeLarge(); err != nil {
 		return err
 	}
 	err := c.ServerCodec.ReadRequestBody(body)
 	var tooLarge *RequestTooLargeError
-	if errors.As(err, &tooLarge) {
+	switch {
+	case errors.As(err, &tooLarge):
 		c.conn.warn("refused a request over -max-request-bytes", logrus.Fields{"bytes": tooLarge.Size, "limit": tooLarge.Limit})
+		return err
+	case err != nil || body == nil:
+		return err
 	}
-	return err
+	return c.conn.decoded(c.method, c.auth, body)
 }
 
 // WriteResponse writes a reply, then frees the call's slot: a reply stuck
@@ -140,8 +164,8 @@ func (c *limitedCodec) ReadRequestBody(body any) error {
 func (c *limitedCodec) WriteResponse(r *rpc.Response, body any) error {
 	defer c.conn.callEnded()
 	defer func() { <-c.slots }()
-	var heldLarge bool
-	r.Seq, heldLarge = c.ended(r.Seq)
+	call, heldLarge := c.ended(r.Seq)
+	r.Seq, r.ServiceMethod = call.seq, call.method
 	if heldLarge {
 		defer func() { <-c.large }()
 	}

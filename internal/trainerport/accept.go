@@ -1,4 +1,4 @@
-package master
+package trainerport
 
 import (
 	"bufio"
@@ -149,7 +149,8 @@ func (sv *Server) admit(raw net.Conn) {
 func (sv *Server) serveConn(c *trainerConn) {
 	defer sv.wg.Done()
 	defer sv.untrack(c)
-	defer c.forgetNames()
+	c.opened()
+	defer c.closed()
 	defer c.close()
 	c.watchIdle(sv.cfg.Limits.IdleTimeout)
 	if sv.cfg.TLS != nil {
@@ -158,20 +159,15 @@ func (sv *Server) serveConn(c *trainerConn) {
 			return
 		}
 	}
-	srv, err := sv.rpcServer(c)
-	if err != nil {
-		sv.log.WithError(err).Error("cannot serve a connection")
-		return
-	}
 	codec, err := sv.codec(c)
 	if err != nil {
 		return // the client left before sending anything
 	}
-	srv.ServeCodec(codec)
+	sv.rpc.ServeCodec(codec)
 }
 
 // codec is the codec of c, within the limits: JSON-RPC when the first byte
-// the client sends opens a JSON object, gob otherwise (server_json.go).
+// the client sends opens a JSON object, gob otherwise (json.go).
 func (sv *Server) codec(c *trainerConn) (*limitedCodec, error) {
 	in := bufio.NewReader(c.rw)
 	first, err := in.Peek(1)

@@ -1,4 +1,4 @@
-package master
+package trainerport
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func TestOneLargeArgumentPerConnection(t *testing.T) {
 		defer stop()
 		large := largeRequestBytes + 1
 		inner := &sizedCodec{sizes: []int{100, large, 100, large}}
-		c := newLimitedCodec(inner, &trainerConn{life: life, stop: stop}, 16)
+		c := newLimitedCodec(inner, &trainerConn{sv: &Server{}, life: life, stop: stop}, 16)
 		read := func() uint64 {
 			var r rpc.Request
 			if err := c.ReadRequestHeader(&r); err != nil {

@@ -1,4 +1,4 @@
-package master
+package trainerport
 
 import (
 	"time"
@@ -16,16 +16,16 @@ import (
 //	MaxRequestBytes  256 KiB  -max-request-bytes
 //	MaxInflight      16       -max-inflight
 //
-// The largest request of the contract is a report of a dataset at its
-// limits (internal/dataset: 64 KiB of patterns, 10,000 of them), about
-// 75 KiB framed, well under the default size.
+// The largest request of the master's contract is a report of a dataset at
+// its limits (64 KiB of patterns, 10,000 of them), about 75 KiB framed,
+// well under the default size.
 //
 // Together they bound one connection's memory, whatever the client sends.
 // Decoded, an argument can take 40 times its size on the wire (a []string
-// of empty strings; blocks sent back in a task are skipped unread, see
-// TaskReport), so a connection holds at most one argument over 4 KiB
-// (largeRequestBytes) until its reply is written, and MaxInflight-1 smaller
-// ones: about 40 x MaxRequestBytes + 40 x 4 KiB x MaxInflight, 12.5 MiB at
+// of empty strings; a receiver's argument type can leave out the fields it
+// does not need, which gob then skips unread), so a connection holds at
+// most one argument over 4 KiB (largeRequestBytes) until its reply is
+// written, and MaxInflight-1 smaller ones: about 40 x MaxRequestBytes + 40 x 4 KiB x MaxInflight, 12.5 MiB at
 // the defaults, and for a few milliseconds only when the call is refused
 // at once (a report over the dataset limits). The master's memory is
 // bounded by MaxConns times that: lower -max-conns towards the number of

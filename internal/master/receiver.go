@@ -1,0 +1,107 @@
+package master
+
+import (
+	"context"
+
+	"github.com/trainmaster/master/go/wire"
+)
+
+// Receiver is a Service's side of the trainer port (internal/trainerport):
+// its method set is exactly the wire contract, in net/rpc's shape, to be
+// registered under wire.ServiceName. The port answers Master.Authenticate
+// itself.
+type Receiver struct{ s *Service }
+
+// NewReceiver returns the Receiver of s.
+func NewReceiver(s *Service) *Receiver { return &Receiver{s: s} }
+
+func (r *Receiver) ReportDataset(paths []string, reply *int) error {
+	return r.s.ReportDataset(context.Background(), paths)
+}
+
+// TaskReport is what the master decodes of a task a trainer sends: the
+// fields of wire.Task it acts on, without Blocks. gob skips a field the
+// receiving type lacks without building it, so blocks a client sends (each
+// one byte on the wire, 40 in memory) cost the master nothing.
+type TaskReport struct {
+	Index, Epoch, Pass int
+	Error              string
+	Trainer            string
+	Dataset            string
+}
+
+func (t TaskReport) task() wire.Task {
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset}
+}
+
+// CallerName names the trainer reporting, for the port (wire.Caller).
+func (t TaskReport) CallerName() string { return wire.CallerName(t.Trainer) }
+
+var _ wire.Caller = TaskReport{} // the port follows trainers by it
+
+func (r *Receiver) GetTask(finished TaskReport, reply *wire.Task) error {
+	next, err := r.s.GetTask(context.Background(), finished.task())
+	*reply = next
+	return err
+}
+
+func (r *Receiver) TaskFinished(task TaskReport, reply *int) error {
+	rep, err := r.s.TaskFinished(context.Background(), task.task())
+	*reply = int(rep)
+	return err
+}
+
+func (r *Receiver) TaskFailed(task TaskReport, reply *int) error {
+	rep, err := r.s.TaskFailed(context.Background(), task.task())
+	*reply = int(rep)
+	return err
+}
+
+func (r *Receiver) TaskProgress(p wire.Progress, reply *wire.ProgressReply) error {
+	p.Trainer = wire.TrainerName(p.Trainer)
+	rep, err := r.s.TaskProgress(context.Background(), p)
+	*reply = rep
+	return err
+}
+
+func (r *Receiver) DeclareDataset(d wire.Dataset, reply *int) error {
+	return r.s.DeclareDataset(context.Background(), d)
+}
+
+func (r *Receiver) StartRound(round wire.Round, reply *int) error {
+	cur, err := r.s.StartRound(context.Background(), round)
+	*reply = cur
+	return err
+}
+
+func (r *Receiver) DatasetStatus(name string, reply *wire.Status) error {
+	st, err := r.s.DatasetStatus(context.Background(), name)
+	*reply = st
+	return err
+}
+
+func (r *Receiver) Status(_ int, reply *wire.Status) error {
+	st, err := r.s.Status(context.Background())
+	*reply = st
+	return err
+}
+
+// Connections tells a Service which trainers are connected, from the
+// trainer port's events (it is a trainerport.Listener): a connection
+// carrying a trainer's name makes it Connected, and its end Disconnected
+// for each name it carried (presence.go).
+type Connections struct{ s *Service }
+
+// NewConnections returns the Connections of s.
+func NewConnections(s *Service) Connections { return Connections{s: s} }
+
+// ConnOpened: an open connection tells nothing until it carries a name.
+func (Connections) ConnOpened(conn uint64, remote string) {}
+
+func (c Connections) ConnCarries(conn uint64, trainer string) { c.s.Connected(trainer) }
+
+func (c Connections) ConnClosed(conn uint64, trainers []string) {
+	for _, trainer := range trainers {
+		c.s.Disconnected(trainer)
+	}
+}

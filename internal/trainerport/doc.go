@@ -1,0 +1,46 @@
+// Package trainerport is the trainer port: the TCP port on which trainers
+// call the master. It serves receivers in the manner of net/rpc, and owns
+// everything between the socket and a receiver's method: TLS, the choice
+// of encoding, the limits that bound what a client can cost, the shared
+// token, and the accounting of connections. It knows nothing of the
+// services it serves, which know nothing of connections.
+//
+// A service is a receiver whose methods have net/rpc's shape,
+//
+//	func (t *T) MethodName(arg ArgType, reply *ReplyType) error
+//
+// registered under a name, with a Listener, if it wants one, that hears of
+// connections opening, carrying a trainer's name and closing:
+//
+//	srv, err := trainerport.NewServer(trainerport.Config{Token: token, TLS: tlsConfig})
+//	if err != nil { ... }
+//	if err := srv.Register(wire.ServiceName, receiver, listener); err != nil { ... }
+//	go srv.Serve(lis) // returns nil after Close, or the accept error that killed the port
+//	...
+//	srv.Close() // waits for the replies of the calls in flight, up to 2 s
+//
+// More services can be registered on the same port (before Serve), each
+// under its own name; a client calls "Name.Method" (see the Example).
+//
+// What the port promises, whatever a client sends:
+//   - Encodings: a connection speaks net/rpc's gob or JSON-RPC 1.0
+//     (net/rpc/jsonrpc), told apart by its first byte ('{' opens JSON), to
+//     the same receivers.
+//   - TLS: with Config.TLS every connection is TLS (ServerTLS); a plain
+//     client is answered an error saying so, in its encoding.
+//   - Authentication: with Config.Token, a connection calls Authenticate
+//     (on any service's name, e.g. "Master.Authenticate") with the token
+//     before anything else. A call before that, or a wrong token, is
+//     answered an error carrying wire.TextUnauthorized, and the connection
+//     is closed after it. Without a token Authenticate succeeds and changes
+//     nothing. The receivers have no Authenticate method: the port answers
+//     it.
+//   - Limits (Limits): connections, idle time, request size and calls in
+//     flight per connection are bounded; what is refused is logged, rate
+//     limited.
+//   - Events: a Listener hears of each connection it serves: opened,
+//     carrying a trainer's name (the argument of a call is a wire.Caller),
+//     closed once its calls are answered.
+//
+// The port reads no file: callers load certificates and tokens.
+package trainerport
