@@ -1,7 +1,8 @@
 // Package discovery tells trainers where the master is: the leading master
 // publishes its address under <namespace>/master/addr, attached to its
 // session lease, so the key disappears when that master dies and is
-// replaced when another one takes over.
+// replaced when another one takes over. Example shows a trainer resolving
+// it; ExampleMasters lists the masters campaigning for the lock.
 package discovery
 
 import (
