@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/etcdembed"
@@ -83,7 +83,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(o.Endpoints) == 0 {
 		srv, err := etcdembed.Start(ctx, etcdembed.Config{Name: "bench", Dir: filepath.Join(cfg.Dir, "etcd")})
 		if err != nil {
-			return fmt.Errorf("embedded etcd: %w", err)
+			return errors.WithMessage(err, "embedded etcd")
 		}
 		defer srv.Close()
 		o.Endpoints = srv.Endpoints()
@@ -137,7 +137,7 @@ func intList(name, s string) ([]int, error) {
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%s: %q is not a positive whole number", name, f)
+			return nil, errors.Errorf("%s: %q is not a positive whole number", name, f)
 		}
 		out = append(out, n)
 	}

@@ -3,9 +3,9 @@ package discovery
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -49,7 +49,7 @@ func Masters(ctx context.Context, cli *clientv3.Client, namespace string) ([]Mas
 	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return nil, fmt.Errorf("discovery: read the lock keys under %s: %w", prefix, err)
+		return nil, errors.WithMessagef(err, "discovery: read the lock keys under %s", prefix)
 	}
 	masters := make([]Master, 0, len(resp.Kvs))
 	for i, kv := range resp.Kvs {

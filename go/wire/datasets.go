@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"fmt"
 	"slices"
+
+	"github.com/pkg/errors"
 )
 
 // Named datasets. A job holds several datasets, each with its own tasks,
@@ -76,17 +77,17 @@ func ReservedDatasetName(name string) bool { return slices.Contains(reservedName
 func CheckDatasetName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("empty dataset name")
+		return errors.New("empty dataset name")
 	case len(name) > MaxDatasetNameBytes:
-		return fmt.Errorf("dataset name of %d bytes (at most %d)", len(name), MaxDatasetNameBytes)
+		return errors.Errorf("dataset name of %d bytes (at most %d)", len(name), MaxDatasetNameBytes)
 	case ReservedDatasetName(name):
-		return fmt.Errorf("dataset name %q is reserved (meta, pass, files, chunks and tasks are)", name)
+		return errors.Errorf("dataset name %q is reserved (meta, pass, files, chunks and tasks are)", name)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 		if !alnum && (i == 0 || c != '_' && c != '-' && c != '.') {
-			return fmt.Errorf("dataset name %q: want lower-case letters, digits, '_', '-' and '.', starting with a letter or a digit", name)
+			return errors.Errorf("dataset name %q: want lower-case letters, digits, '_', '-' and '.', starting with a letter or a digit", name)
 		}
 	}
 	return nil

@@ -36,7 +36,6 @@ package etcdembed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -48,6 +47,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pkg/errors"
 	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -157,7 +157,7 @@ func FreeLoopbackAddr() (string, error) {
 func freeAddr(host string) (string, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return "", fmt.Errorf("find a free port on %s: %w", host, err)
+		return "", errors.WithMessagef(err, "find a free port on %s", host)
 	}
 	addr := l.Addr().String()
 	if err := l.Close(); err != nil {
@@ -218,7 +218,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.ClusterState = ClusterStateNew
 	}
 	if cfg.ClusterState != ClusterStateNew && cfg.ClusterState != ClusterStateExisting {
-		return cfg, fmt.Errorf("etcdembed: ClusterState %q: want %q or %q", cfg.ClusterState, ClusterStateNew, ClusterStateExisting)
+		return cfg, errors.Errorf("etcdembed: ClusterState %q: want %q or %q", cfg.ClusterState, ClusterStateNew, ClusterStateExisting)
 	}
 	if cfg.ClusterToken == "" {
 		cfg.ClusterToken = DefaultClusterToken
@@ -228,7 +228,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	var lvl zapcore.Level
 	if err := lvl.Set(cfg.LogLevel); err != nil {
-		return cfg, fmt.Errorf("etcdembed: LogLevel: %w", err)
+		return cfg, errors.WithMessage(err, "etcdembed: LogLevel")
 	}
 	if cfg.ReadyTimeout <= 0 {
 		cfg.ReadyTimeout = DefaultReadyTimeout
@@ -265,7 +265,7 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	listen, advertise, err := resolveAddr(cfg.ClientAddr)
 	if err != nil {
-		return r, fmt.Errorf("etcdembed: ClientAddr %q: %w", cfg.ClientAddr, err)
+		return r, errors.WithMessagef(err, "etcdembed: ClientAddr %q", cfg.ClientAddr)
 	}
 	r.ClientAddr = listen
 	r.listenClient = url.URL{Scheme: scheme, Host: listen}
@@ -278,7 +278,7 @@ func (cfg Config) resolve() (resolved, error) {
 		}
 		listen, advertise, err := resolveAddr(peer)
 		if err != nil {
-			return r, fmt.Errorf("etcdembed: PeerAddr %q: %w", peer, err)
+			return r, errors.WithMessagef(err, "etcdembed: PeerAddr %q", peer)
 		}
 		r.PeerAddr = listen
 		r.listenPeer = url.URL{Scheme: "http", Host: listen}
@@ -289,15 +289,15 @@ func (cfg Config) resolve() (resolved, error) {
 
 	m, err := types.NewURLsMap(cfg.InitialCluster)
 	if err != nil {
-		return r, fmt.Errorf("etcdembed: InitialCluster %q: %w", cfg.InitialCluster, err)
+		return r, errors.WithMessagef(err, "etcdembed: InitialCluster %q", cfg.InitialCluster)
 	}
 	mine := m[cfg.Name]
 	if len(mine) == 0 {
-		return r, fmt.Errorf("etcdembed: InitialCluster %q has no entry for member %q", cfg.InitialCluster, cfg.Name)
+		return r, errors.Errorf("etcdembed: InitialCluster %q has no entry for member %q", cfg.InitialCluster, cfg.Name)
 	}
 	for _, u := range mine {
 		if u.Scheme != "http" {
-			return r, fmt.Errorf("etcdembed: InitialCluster entry %s of member %q: peer URLs must be http", u.String(), cfg.Name)
+			return r, errors.Errorf("etcdembed: InitialCluster entry %s of member %q: peer URLs must be http", u.String(), cfg.Name)
 		}
 	}
 	r.advertisePeer = mine
@@ -307,7 +307,7 @@ func (cfg Config) resolve() (resolved, error) {
 	}
 	listen, _, err = resolveAddr(peer)
 	if err != nil {
-		return r, fmt.Errorf("etcdembed: PeerAddr %q: %w", peer, err)
+		return r, errors.WithMessagef(err, "etcdembed: PeerAddr %q", peer)
 	}
 	r.PeerAddr = listen
 	r.listenPeer = url.URL{Scheme: "http", Host: listen}
@@ -334,7 +334,7 @@ func resolveAddr(addr string) (listen, advertise string, err error) {
 			return "", "", err
 		}
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", "", fmt.Errorf("bad port %q", port)
+		return "", "", errors.Errorf("bad port %q", port)
 	}
 	listen = net.JoinHostPort(host, port)
 	advertise = listen
@@ -393,7 +393,7 @@ func (r resolved) embedConfig(stopping *atomic.Bool) (*embed.Config, error) {
 		lc.ErrorOutputPaths = lc.OutputPaths
 		var err error
 		if lg, err = lc.Build(); err != nil {
-			return nil, fmt.Errorf("etcd logger: %w", err)
+			return nil, errors.WithMessage(err, "etcd logger")
 		}
 	}
 	lg = lg.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
@@ -442,7 +442,7 @@ func closeEtcd(e *embed.Etcd, stopping *atomic.Bool) {
 }
 
 func start(ctx context.Context, r resolved) (*Server, error) {
-	fail := func(err error) error { return fmt.Errorf("etcdembed: start %s: %w", r.describe(), err) }
+	fail := func(err error) error { return errors.WithMessagef(err, "etcdembed: start %s", r.describe()) }
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return nil, fail(err)
 	}
@@ -487,7 +487,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 			}
 			unlock()
 		}()
-		return nil, fail(fmt.Errorf("not started after %v: %w", r.ReadyTimeout, context.Cause(ctx)))
+		return nil, fail(errors.WithMessagef(context.Cause(ctx), "not started after %v", r.ReadyTimeout))
 	}
 
 	abort := func(err error) (*Server, error) {
@@ -502,7 +502,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 	case <-e.Server.StopNotify():
 		return abort(errors.New("the server stopped before it was ready"))
 	case <-ctx.Done():
-		return abort(fmt.Errorf("not ready after %v (is a quorum of the initial cluster running?): %w", r.ReadyTimeout, context.Cause(ctx)))
+		return abort(errors.WithMessagef(context.Cause(ctx), "not ready after %v (is a quorum of the initial cluster running?)", r.ReadyTimeout))
 	}
 
 	s := &Server{
@@ -555,7 +555,7 @@ func (s *Server) watch(desc string) {
 		return
 	default:
 	}
-	s.errc <- fmt.Errorf("etcdembed: %s: %w", desc, err)
+	s.errc <- errors.WithMessagef(err, "etcdembed: %s", desc)
 }
 
 // Endpoints returns the client URLs the member listens on, such as

@@ -12,12 +12,13 @@
 package clienttest
 
 import (
-	"errors"
 	"net"
 	"net/rpc"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
