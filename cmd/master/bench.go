@@ -51,14 +51,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Door: *door}
 	var err error
 	if *profile != "" {
-		if cfg.Profile, err = filepath.Abs(*profile); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
-			return err
-		}
-		// The masters inherit the environment (masterbench.ProfileOnSignals).
-		if err := os.Setenv(masterbench.ProfileEnv, cfg.Profile); err != nil {
+		if cfg.Profile, err = profileDir(*profile); err != nil {
 			return err
 		}
 	}
@@ -102,12 +95,31 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
+	return writeReport(stdout, rep, *asJSON)
+}
+
+// profileDir makes dir, as an absolute path, for the CPU profiles of the
+// masters, which learn it from the environment they inherit
+// (masterbench.ProfileOnSignals).
+func profileDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", err
+	}
+	return abs, os.Setenv(masterbench.ProfileEnv, abs)
+}
+
+// writeReport prints rep as text, or as indented JSON.
+func writeReport(w io.Writer, rep *masterbench.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return rep.WriteText(stdout)
+	return rep.WriteText(w)
 }
 
 // forwardEtcdOptions gives the masters the bench's etcd settings (the
