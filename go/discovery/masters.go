@@ -9,9 +9,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Candidate is what a master writes as the value of its lock key: who it
-// is and where its HTTP status door listens. Masters before the HTTP door
-// wrote their host name alone; Candidates reads those as Host.
+// Candidate is what a master writes as the value of its lock key, as JSON:
+// who it is and where its HTTP status door listens. Masters reads a value
+// that is not such JSON as a bare host name, Host (doc/etcd.md).
 type Candidate struct {
 	Host string `json:"host"`
 	PID  int    `json:"pid,omitempty"`

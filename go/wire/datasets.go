@@ -7,8 +7,8 @@ import (
 )
 
 // Named datasets. A job holds several datasets, each with its own tasks,
-// passes and progress: the one of today's calls (ReportDataset, and every
-// call that names none) is DefaultDataset, "train"; an evaluation dataset,
+// passes and progress: the one of the calls that name none (ReportDataset
+// among them) is DefaultDataset, "train"; an evaluation dataset,
 // say "eval", is declared beside it and trained by the trainers that name
 // it in Task.Dataset (GetTask) and Progress.Dataset. The methods of named
 // datasets:
@@ -60,13 +60,13 @@ type Dataset struct {
 // IsRange reports whether d declares an index-range dataset.
 func (d Dataset) IsRange() bool { return d.Records != 0 || d.RecordsPerTask != 0 }
 
-// reservedNames are the names a dataset cannot take: the keys of the etcd
-// layout from before named datasets (doc/etcd.md), which a dataset's keys
-// would overlap.
+// reservedNames are the names a dataset cannot take: the keys a job stored
+// without a dataset prefix keeps right under NS/task_queues/ (doc/etcd.md),
+// which a dataset's keys would overlap.
 var reservedNames = []string{"meta", "pass", "files", "chunks", "tasks"}
 
-// ReservedDatasetName reports whether name is one a dataset cannot take
-// because it is a key of the etcd layout from before named datasets.
+// ReservedDatasetName reports whether name is one a dataset cannot take:
+// meta, pass, files, chunks or tasks (doc/etcd.md).
 func ReservedDatasetName(name string) bool { return slices.Contains(reservedNames, name) }
 
 // CheckDatasetName says why name cannot name a dataset, or returns nil: a
