@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/client"
@@ -369,7 +370,7 @@ func (r *report) verdict() error {
 		broken = append(broken, fmt.Sprintf("the pass went back or did not reach the end: %v", r.passes))
 	}
 	if len(broken) > 0 {
-		return fmt.Errorf("promises broken: %s", strings.Join(broken, "; "))
+		return errors.Errorf("promises broken: %s", strings.Join(broken, "; "))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -147,7 +148,7 @@ func (c *cluster) startEtcd() error {
 		select {
 		case <-ready:
 		case <-time.After(60 * time.Second):
-			return fmt.Errorf("etcd cluster not ready within 60 s (logs in %s)", c.o.dir)
+			return errors.Errorf("etcd cluster not ready within 60 s (logs in %s)", c.o.dir)
 		}
 	}
 	return nil
@@ -248,7 +249,7 @@ func (c *cluster) trainingDone() (bool, error) {
 			return false, nil
 		}
 		if err := t.Err(); err != nil {
-			return true, fmt.Errorf("%s exited: %v (log in %s)", t.Name, err, t.Log)
+			return true, errors.Errorf("%s exited: %v (log in %s)", t.Name, err, t.Log)
 		}
 	}
 	return true, nil
@@ -285,7 +286,7 @@ func (c *cluster) inject(ctx context.Context, start time.Time) error {
 				return err
 			}
 			if time.Since(start) > c.o.limit {
-				return fmt.Errorf("training not finished after %v (logs in %s)", c.o.limit, c.o.dir)
+				return errors.Errorf("training not finished after %v (logs in %s)", c.o.limit, c.o.dir)
 			}
 			select {
 			case <-ctx.Done():

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 )
 
 type options struct {
@@ -69,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.pythonDir = filepath.Join(o.bin, "..", "python")
 	}
 	if o.trainers < 3 {
-		return o, fmt.Errorf("-trainers must be at least 3 (one stalls, one fails a task, one is well)")
+		return o, errors.New("-trainers must be at least 3 (one stalls, one fails a task, one is well)")
 	}
 	return o, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -99,7 +100,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}
 	for i, t := range trainers[1:] {
 		if err := t.Wait(30 * time.Second); err != nil {
-			return fmt.Errorf("trainer %d: %w (log in %s)", i+1, err, t.Log)
+			return errors.Errorf("trainer %d: %v (log in %s)", i+1, err, t.Log)
 		}
 	}
 	trainers[0].Stop(5 * time.Second) // the staller is still stuck in its stall
@@ -173,7 +174,7 @@ func (c *cluster) start(name string) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("%w (build the binaries with make build)", err)
+		return errors.Errorf("%v (build the binaries with make build)", err)
 	}
 	c.mu.Lock()
 	c.masters[name] = p
@@ -208,7 +209,7 @@ func (c *cluster) failover(ctx context.Context) error {
 			fmt.Fprintf(c.out, "master %s took over %v after the kill (lock TTL 2s); the status page is now %s\n",
 				next, time.Since(killed).Round(time.Millisecond), c.page(next))
 		case <-timeout:
-			return fmt.Errorf("no master took over within 30 s of the kill")
+			return errors.New("no master took over within 30 s of the kill")
 		}
 		break
 	}
@@ -261,7 +262,7 @@ func (c *consumed) record(line string) {
 func startTrainer(dir, bin string, i int, args []string, results *consumed) (*proc.Proc, error) {
 	p, err := proc.Start(dir, filepath.Join(bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, results.record, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w (build the binaries with make build)", err)
+		return nil, errors.Errorf("%v (build the binaries with make build)", err)
 	}
 	return p, nil
 }
@@ -370,7 +371,7 @@ func verify(pattern string, chunksPerTask, passes int, results *consumed, out io
 			for _, l := range results.tasks[[2]int{pass, task}] {
 				end := l.From + int(l.Records)
 				if l.From < 0 || end > n || l.Records < 1 || l.Digest != suffixes[l.From].Minus(suffixes[end]).String() {
-					return fmt.Errorf("verification FAILED: task %d of pass %d consumed from record %d as %d records %s, which are not its records there",
+					return errors.Errorf("verification FAILED: task %d of pass %d consumed from record %d as %d records %s, which are not its records there",
 						task, pass, l.From, l.Records, l.Digest)
 				}
 				again := false
@@ -383,7 +384,7 @@ func verify(pattern string, chunksPerTask, passes int, results *consumed, out io
 				}
 			}
 			if p := slices.Index(covered, 0); p >= 0 {
-				return fmt.Errorf("verification FAILED: record %d of task %d (of %d records) of pass %d was never consumed", p, task, n, pass)
+				return errors.Errorf("verification FAILED: record %d of task %d (of %d records) of pass %d was never consumed", p, task, n, pass)
 			}
 		}
 	}

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/internal/etcdembed"
 )
@@ -77,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (etcdembed.Config, error) {
 		return c, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return c, errors.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.Dir == "" {
 		return c, errors.New("-data-dir is required")
@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer s.Close()
 	logger.Printf("%v ready in %v", s, time.Since(begin).Round(time.Millisecond))
 	if _, err := fmt.Fprintf(stdout, "ready %s\n", s.Endpoints()[0]); err != nil {
-		return fmt.Errorf("write ready line: %w", err)
+		return errors.WithMessage(err, "write ready line")
 	}
 	select {
 	case <-ctx.Done():

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/etcdembed"
@@ -51,14 +51,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Door: *door}
 	var err error
 	if *profile != "" {
-		if cfg.Profile, err = filepath.Abs(*profile); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
-			return err
-		}
-		// The masters inherit the environment (masterbench.ProfileOnSignals).
-		if err := os.Setenv(masterbench.ProfileEnv, cfg.Profile); err != nil {
+		if cfg.Profile, err = profileDir(*profile); err != nil {
 			return err
 		}
 	}
@@ -83,7 +76,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(o.Endpoints) == 0 {
 		srv, err := etcdembed.Start(ctx, etcdembed.Config{Name: "bench", Dir: filepath.Join(cfg.Dir, "etcd")})
 		if err != nil {
-			return fmt.Errorf("embedded etcd: %w", err)
+			return errors.WithMessage(err, "embedded etcd")
 		}
 		defer srv.Close()
 		o.Endpoints = srv.Endpoints()
@@ -102,12 +95,31 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
+	return writeReport(stdout, rep, *asJSON)
+}
+
+// profileDir makes dir, as an absolute path, for the CPU profiles of the
+// masters, which learn it from the environment they inherit
+// (masterbench.ProfileOnSignals).
+func profileDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", err
+	}
+	return abs, os.Setenv(masterbench.ProfileEnv, abs)
+}
+
+// writeReport prints rep as text, or as indented JSON.
+func writeReport(w io.Writer, rep *masterbench.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return rep.WriteText(stdout)
+	return rep.WriteText(w)
 }
 
 // forwardEtcdOptions gives the masters the bench's etcd settings (the
@@ -137,7 +149,7 @@ func intList(name, s string) ([]int, error) {
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%s: %q is not a positive whole number", name, f)
+			return nil, errors.Errorf("%s: %q is not a positive whole number", name, f)
 		}
 		out = append(out, n)
 	}

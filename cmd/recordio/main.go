@@ -11,13 +11,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 )
 
 const usage = `usage: recordio <command> [flags] [FILE...]

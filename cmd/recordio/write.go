@@ -3,11 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/recordio"
 )
@@ -85,7 +86,7 @@ func writeFile(path string, in io.Reader, framed bool, opts ...recordio.WriterOp
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return errors.WithMessagef(err, "write %s", path)
 	}
 	return os.Rename(tmp.Name(), path)
 }
@@ -104,7 +105,7 @@ func readLines(in *bufio.Reader, emit func([]byte) error) error {
 			rec = long
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("stdin line %d: %w", line, err)
+			return errors.WithMessagef(err, "stdin line %d", line)
 		}
 		if errors.Is(err, io.EOF) && len(rec) == 0 {
 			return nil
@@ -130,12 +131,12 @@ func readFramed(in *bufio.Reader, emit func([]byte) error) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return fmt.Errorf("stdin record %d: length cut short: %w", n, err)
+			return errors.WithMessagef(err, "stdin record %d: length cut short", n)
 		}
 		length := binary.LittleEndian.Uint32(size[:])
 		rec = rec[:0]
 		if _, err := io.CopyN(bytesAppender{&rec}, in, int64(length)); err != nil {
-			return fmt.Errorf("stdin record %d: %d of %d bytes: %w", n, len(rec), length, io.ErrUnexpectedEOF)
+			return errors.WithMessagef(io.ErrUnexpectedEOF, "stdin record %d: %d of %d bytes", n, len(rec), length)
 		}
 		if err := emit(rec); err != nil {
 			return err

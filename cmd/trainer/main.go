@@ -48,7 +48,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,6 +58,7 @@ import (
 	"time"
 
 	"github.com/namsral/flag"
+	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/discovery"
@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer c.Close()
 	if err := train(ctx, c, o, stdout); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			err = fmt.Errorf("interrupted (%w)", err)
+			err = errors.Errorf("interrupted (%v)", err)
 		}
 		fmt.Fprintf(stderr, "trainer: %v\n", err)
 		return 1
@@ -159,7 +159,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return o, errors.Errorf("unexpected arguments %q", fs.Args())
 	case (o.addr == "") == (len(o.etcd.Endpoints) == 0):
 		return o, errors.New("give either -addr or -endpoints")
 	case (o.lock.tlsCert == "") != (o.lock.tlsKey == ""):
@@ -216,9 +216,9 @@ func (o options) failOnce() func(wire.Task) error {
 		nth := received.Add(1)
 		switch {
 		case t.Index == o.failTask && failed.CompareAndSwap(false, true):
-			return fmt.Errorf("failed on purpose (-fail-task %d)", o.failTask)
+			return errors.Errorf("failed on purpose (-fail-task %d)", o.failTask)
 		case nth == int64(o.failAfter):
-			return fmt.Errorf("failed on purpose (-fail-after %d)", o.failAfter)
+			return errors.Errorf("failed on purpose (-fail-after %d)", o.failAfter)
 		}
 		return nil
 	}

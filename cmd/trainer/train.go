@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/pkg/errors"
+
 	"github.com/trainmaster/master/go/client"
 )
 
@@ -18,7 +20,7 @@ import (
 func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err error) {
 	if len(o.dataset) > 0 {
 		if err := c.ReportDataset(ctx, o.dataset); err != nil {
-			return fmt.Errorf("report dataset: %w", err)
+			return errors.WithMessage(err, "report dataset")
 		}
 	}
 	p := &passPrinter{out: out, json: o.json, pass: -1}
@@ -143,7 +145,7 @@ func openTrace(path string) (*traceFile, error) {
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("-trace: %w", err)
+		return nil, errors.WithMessage(err, "-trace")
 	}
 	return &traceFile{f: f}, nil
 }

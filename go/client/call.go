@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net/rpc"
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -24,6 +25,21 @@ type connError struct {
 
 func (e *connError) Error() string { return e.op + ": " + e.err.Error() }
 func (e *connError) Unwrap() error { return e.err }
+
+// gaveUp is the error of a call that stopped retrying because its context
+// ended: errors.Is and As see why it ended, and its text also names the
+// last failure retried.
+type gaveUp struct {
+	cause    error // why the context ended
+	attempts int
+	last     error
+}
+
+func (e *gaveUp) Error() string {
+	return fmt.Sprintf("%v (after %d attempts, the last: %v)", e.cause, e.attempts, e.last)
+}
+
+func (e *gaveUp) Unwrap() error { return e.cause }
 
 // call invokes method of the master's service and stores the answer in
 // reply. It is the one place every RPC goes through: it resolves and dials
@@ -40,13 +56,13 @@ func (c *Client) call(ctx context.Context, method string, args, reply any) error
 		var ce *connError
 		if !errors.As(err, &ce) {
 			if err != nil {
-				return fmt.Errorf("%s.%s: %w", wire.ServiceName, method, err)
+				return errors.WithMessagef(err, "%s.%s", wire.ServiceName, method)
 			}
 			return nil
 		}
 		c.cfg.Log.WithError(err).WithField("attempt", attempt).Debugf("client: %s failed, retrying", method)
 		if werr := b.wait(ctx); werr != nil {
-			return fmt.Errorf("%s.%s: %w (after %d attempts, the last: %v)", wire.ServiceName, method, werr, attempt, err)
+			return errors.WithMessagef(&gaveUp{cause: werr, attempts: attempt, last: err}, "%s.%s", wire.ServiceName, method)
 		}
 	}
 }
@@ -97,10 +113,10 @@ func (c *Client) invoke(ctx context.Context, rc *rpc.Client, method string, args
 // CallTimeout has passed, or the master moved (moved); nil to wait on.
 func (c *Client) overdue(ctx context.Context, rc *rpc.Client, deadline time.Time) error {
 	if time.Until(deadline) <= 0 {
-		return fmt.Errorf("no reply in %v", c.cfg.CallTimeout)
+		return errors.Errorf("no reply in %v", c.cfg.CallTimeout)
 	}
 	if moved := c.moved(ctx, rc); moved != "" {
-		return fmt.Errorf("no reply yet, and the master is now at %s", moved)
+		return errors.Errorf("no reply yet, and the master is now at %s", moved)
 	}
 	return nil
 }

@@ -3,12 +3,12 @@ package client
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"net"
 	"net/rpc"
 	"slices"
 	"sync"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -100,7 +100,7 @@ func (c *Client) open(ctx context.Context, addr string) (*rpc.Client, error) {
 	nc, err := c.dial(ctx, addr)
 	switch {
 	case err != nil && refusedTLS(err):
-		return nil, fmt.Errorf("dial master %s: %w", addr, err)
+		return nil, errors.WithMessagef(err, "dial master %s", addr)
 	case err != nil:
 		return nil, &connError{op: "dial master " + addr, err: err}
 	}
@@ -155,7 +155,7 @@ func (c *Client) shutdownCause(rc *rpc.Client, err error) error {
 	if rec.err == nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", err, rec.err)
+	return wire.WithKind(err, rec.err)
 }
 
 func (c *Client) dial(ctx context.Context, addr string) (net.Conn, error) {
@@ -177,7 +177,7 @@ func (c *Client) authenticate(ctx context.Context, rc *rpc.Client) error {
 	err := c.invoke(ctx, rc, "Authenticate", c.cfg.Token, &reply)
 	var ce *connError
 	if err != nil && !errors.As(err, &ce) && ctx.Err() == nil {
-		return fmt.Errorf("%s.Authenticate: %w", wire.ServiceName, err)
+		return errors.WithMessagef(err, "%s.Authenticate", wire.ServiceName)
 	}
 	return err
 }

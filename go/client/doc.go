@@ -3,14 +3,7 @@
 // their RecordIO blocks (or, for an index-range dataset, takes their record
 // indexes) and hands the records to the program in order.
 //
-//	c := client.New(client.Static("master:8080"), client.Config{})
-//	defer c.Close()
-//	for rec, err := range c.Records(ctx) {
-//		if err != nil {
-//			return err
-//		}
-//		train(rec.Data)
-//	}
+// Example shows a trainer's loop: report the dataset, range over Records.
 //
 // A job may hold several named datasets (wire.Dataset): an evaluation
 // set beside the training set, say. A client trains one, Config.Dataset
@@ -18,20 +11,8 @@
 // RecordIO files or an index-range dataset, whose tasks carry record
 // indexes for the trainer to map to its own storage (Files helps).
 //
-//	ev := client.New(client.Static("master:8080"), client.Config{Dataset: "eval"})
-//	defer ev.Close()
-//	err := ev.Declare(ctx, wire.Dataset{Name: "eval", Records: 10_000, RecordsPerTask: 1000})
-//	...
-//	for round := 0; ; round++ {
-//		round, err = ev.StartRound(ctx, round) // the round now current
-//		if err != nil {
-//			return err
-//		}
-//		for rec, err := range ev.Records(ctx) { // until the round's passes are done
-//			...
-//			evaluate(rec.Index)
-//		}
-//	}
+// ExampleClient_StartRound shows a trainer of such a dataset, round after
+// round.
 //
 // What it promises:
 //   - Records yields every record of each task it receives, in the task's

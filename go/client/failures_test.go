@@ -289,3 +289,22 @@ func TestLoopEndStopsPrefetch(t *testing.T) {
 		})
 	}
 }
+
+// A call that gives up retrying because its context ended says why, how
+// many attempts it made and the last failure, and errors.Is sees the
+// context's error through it.
+func TestCallGivesUpWithItsContext(t *testing.T) {
+	m := clienttest.Start(t, clienttest.Options{})
+	m.Stop() // every dial is refused
+	cfg := fast
+	cfg.MinBackoff, cfg.MaxBackoff = time.Minute, time.Minute // one attempt, then the wait the context cuts short
+	c := client.New(client.Static(m.Addr()), cfg)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.GetTask(ctx, wire.Task{})
+	want := "Master.GetTask: context deadline exceeded (after 1 attempts, the last: "
+	if !errors.Is(err, context.DeadlineExceeded) || err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("GetTask: %v, want %q... matching context.DeadlineExceeded", err, want)
+	}
+}

@@ -1,10 +1,11 @@
 package client
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/pkg/errors"
 )
 
 // Files maps the record indexes of an index-range dataset to files whose
@@ -31,16 +32,16 @@ type Span struct {
 // total past the largest int64, naming the file at fault.
 func NewFiles(paths []string, records []int64) (*Files, error) {
 	if len(paths) != len(records) {
-		return nil, fmt.Errorf("client: %d files and %d record counts", len(paths), len(records))
+		return nil, errors.Errorf("client: %d files and %d record counts", len(paths), len(records))
 	}
 	f := &Files{paths: slices.Clone(paths), ends: make([]int64, len(paths))}
 	var total int64
 	for i, n := range records {
 		switch {
 		case n < 0:
-			return nil, fmt.Errorf("client: file %q (#%d) holds %d records", paths[i], i, n)
+			return nil, errors.Errorf("client: file %q (#%d) holds %d records", paths[i], i, n)
 		case n > math.MaxInt64-total:
-			return nil, fmt.Errorf("client: file %q (#%d) takes the records past %d", paths[i], i, int64(math.MaxInt64))
+			return nil, errors.Errorf("client: file %q (#%d) takes the records past %d", paths[i], i, int64(math.MaxInt64))
 		}
 		total += n
 		f.ends[i] = total
@@ -61,7 +62,7 @@ func (f *Files) Records() int64 {
 // place in it, from 0; an index out of [0, Records()) is an error.
 func (f *Files) Locate(index int64) (path string, record int64, err error) {
 	if index < 0 || index >= f.Records() {
-		return "", 0, fmt.Errorf("client: record index %d out of the %d records of the files", index, f.Records())
+		return "", 0, errors.Errorf("client: record index %d out of the %d records of the files", index, f.Records())
 	}
 	i := f.file(index)
 	return f.paths[i], index - f.start(i), nil
@@ -73,7 +74,7 @@ func (f *Files) Locate(index int64) (path string, record int64, err error) {
 // range not within [0, Records()] is an error; an empty one has no span.
 func (f *Files) Spans(start, end int64) ([]Span, error) {
 	if start < 0 || end < start || end > f.Records() {
-		return nil, fmt.Errorf("client: record range [%d, %d) out of the %d records of the files", start, end, f.Records())
+		return nil, errors.Errorf("client: record range [%d, %d) out of the %d records of the files", start, end, f.Records())
 	}
 	var spans []Span
 	for i := f.file(start); start < end; i++ {

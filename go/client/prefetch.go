@@ -2,9 +2,9 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -89,7 +89,7 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 		t, err := s.c.GetTask(ctx, finished)
 		switch {
 		case err == nil && t.Epoch == 0:
-			return t, fmt.Errorf("%s.GetTask: master answered an empty task (epoch 0)", wire.ServiceName)
+			return t, errors.Errorf("%s.GetTask: master answered an empty task (epoch 0)", wire.ServiceName)
 		case err == nil:
 			if len(s.pending) > 0 {
 				s.pending = s.pending[1:]
@@ -146,7 +146,7 @@ func (s *session) idle(ctx context.Context, b *backoff, why error) error {
 func (s *session) read(ctx context.Context, t wire.Task) (*taskBuf, error) {
 	if s.c.cfg.Inject != nil {
 		if err := s.c.cfg.Inject(t); err != nil {
-			return nil, fmt.Errorf("task %d: %w", t.Index, err)
+			return nil, errors.WithMessagef(err, "task %d", t.Index)
 		}
 	}
 	if isRange(t) {

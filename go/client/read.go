@@ -2,9 +2,10 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
@@ -64,7 +65,7 @@ func (tb *taskBuf) read(ctx context.Context, t wire.Task) error {
 			continue
 		}
 		if err := f.open(b.Path); err != nil {
-			return fmt.Errorf("task %d block %d: %w", t.Index, i, err)
+			return errors.WithMessagef(err, "task %d block %d", t.Index, i)
 		}
 		for len(tb.readers) <= i { // blocks skipped before it have none yet
 			tb.readers = append(tb.readers, recordio.NewReader(nil, 0, ""))
@@ -74,11 +75,11 @@ func (tb *taskBuf) read(ctx context.Context, t wire.Task) error {
 		if err == nil && b.NumRecords != 0 && b.NumRecords != len(recs) {
 			// Zero means the master did not say; otherwise the file changed
 			// since the master indexed it.
-			err = fmt.Errorf("recordio: %s: chunk %d at offset %d: master says %d records, chunk holds %d",
+			err = errors.Errorf("recordio: %s: chunk %d at offset %d: master says %d records, chunk holds %d",
 				b.Path, b.Idx, b.Offset, b.NumRecords, len(recs))
 		}
 		if err != nil {
-			return fmt.Errorf("task %d block %d: %w", t.Index, i, err)
+			return errors.WithMessagef(err, "task %d block %d", t.Index, i)
 		}
 		tb.records = append(tb.records, recs...)
 	}
@@ -100,12 +101,12 @@ func (tf *taskFile) open(path string) error {
 	tf.close()
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("recordio: %w", err)
+		return errors.WithMessage(err, "recordio")
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("recordio: %w", err)
+		return errors.WithMessage(err, "recordio")
 	}
 	tf.f, tf.path, tf.size = f, path, st.Size()
 	return nil

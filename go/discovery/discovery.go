@@ -1,13 +1,14 @@
 // Package discovery tells trainers where the master is: the leading master
 // publishes its address under <namespace>/master/addr, attached to its
 // session lease, so the key disappears when that master dies and is
-// replaced when another one takes over.
+// replaced when another one takes over. Example shows a trainer resolving
+// it; ExampleMasters lists the masters campaigning for the lock.
 package discovery
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -34,7 +35,7 @@ func NewResolver(cli *clientv3.Client, namespace string) *Resolver {
 func (r *Resolver) Resolve(ctx context.Context) (string, error) {
 	resp, err := r.cli.Get(ctx, r.key)
 	if err != nil {
-		return "", fmt.Errorf("discovery: read %s: %w", r.key, err)
+		return "", errors.WithMessagef(err, "discovery: read %s", r.key)
 	}
 	if len(resp.Kvs) > 0 {
 		return string(resp.Kvs[0].Value), nil
@@ -43,7 +44,7 @@ func (r *Resolver) Resolve(ctx context.Context) (string, error) {
 	defer cancel()
 	for wr := range r.cli.Watch(wctx, r.key, clientv3.WithRev(resp.Header.Revision+1)) {
 		if err := wr.Err(); err != nil {
-			return "", fmt.Errorf("discovery: watch %s: %w", r.key, err)
+			return "", errors.WithMessagef(err, "discovery: watch %s", r.key)
 		}
 		for _, ev := range wr.Events {
 			if ev.Type == clientv3.EventTypePut {
@@ -54,5 +55,5 @@ func (r *Resolver) Resolve(ctx context.Context) (string, error) {
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	return "", fmt.Errorf("discovery: watch of %s ended", r.key)
+	return "", errors.Errorf("discovery: watch of %s ended", r.key)
 }

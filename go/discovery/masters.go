@@ -3,15 +3,15 @@ package discovery
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Candidate is what a master writes as the value of its lock key: who it
-// is and where its HTTP status door listens. Masters before the HTTP door
-// wrote their host name alone; Candidates reads those as Host.
+// Candidate is what a master writes as the value of its lock key, as JSON:
+// who it is and where its HTTP status door listens. Masters reads a value
+// that is not such JSON as a bare host name, Host (doc/etcd.md).
 type Candidate struct {
 	Host string `json:"host"`
 	PID  int    `json:"pid,omitempty"`
@@ -49,7 +49,7 @@ func Masters(ctx context.Context, cli *clientv3.Client, namespace string) ([]Mas
 	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
-		return nil, fmt.Errorf("discovery: read the lock keys under %s: %w", prefix, err)
+		return nil, errors.WithMessagef(err, "discovery: read the lock keys under %s", prefix)
 	}
 	masters := make([]Master, 0, len(resp.Kvs))
 	for i, kv := range resp.Kvs {

@@ -3,6 +3,8 @@ package recordio
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/pkg/errors"
 )
 
 const (
@@ -50,7 +52,7 @@ func ParseCompressor(name string) (Compressor, error) {
 			return c, nil
 		}
 	}
-	return 0, fmt.Errorf("recordio: unknown compressor %q (want none, snappy or gzip)", name)
+	return 0, errors.Errorf("recordio: unknown compressor %q (want none, snappy or gzip)", name)
 }
 
 // header is a decoded chunk header.
@@ -78,9 +80,9 @@ func (h header) encode(dst []byte) {
 func decodeHeader(b []byte, chunk int) (header, error) {
 	if binary.LittleEndian.Uint32(b) != magic {
 		if chunk == 0 {
-			return header{}, fmt.Errorf("%w: not a RecordIO file", ErrBadMagic)
+			return header{}, kindf(ErrBadMagic, ": not a RecordIO file")
 		}
-		return header{}, fmt.Errorf("%w: no chunk header where chunk %d should start, the file is damaged from here", ErrBadMagic, chunk)
+		return header{}, kindf(ErrBadMagic, ": no chunk header where chunk %d should start, the file is damaged from here", chunk)
 	}
 	h := header{
 		checksum:    binary.LittleEndian.Uint32(b[4:]),
@@ -89,7 +91,7 @@ func decodeHeader(b []byte, chunk int) (header, error) {
 		numRecords:  binary.LittleEndian.Uint32(b[16:]),
 	}
 	if !h.compressor.valid() {
-		return header{}, fmt.Errorf("%w: the header's compressor is not 0 (none), 1 (snappy) or 2 (gzip)", ErrCompressor)
+		return header{}, kindf(ErrCompressor, ": the header's compressor is not 0 (none), 1 (snappy) or 2 (gzip)")
 	}
 	return h, nil
 }

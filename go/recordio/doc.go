@@ -16,6 +16,9 @@
 // bytes. Snappy payloads use the framed (stream) snappy format, each chunk
 // starting with its own stream identifier; gzip payloads are RFC 1952.
 //
+// Example writes a file, indexes it and scans some of its chunks;
+// ExampleScanRecords reads a range of records.
+//
 // What the package promises:
 //   - Writer output is identical to the reference writer's for the none and
 //     snappy compressors (same chunk boundaries, same bytes).

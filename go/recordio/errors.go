@@ -1,8 +1,9 @@
 package recordio
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/pkg/errors"
 )
 
 // The classes of corruption. Every *Error wraps exactly one of them, so
@@ -36,3 +37,21 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// classed is an error of one class of corruption, kind, with its details:
+// errors.Is matches kind, and the text is kind's followed by detail.
+type classed struct {
+	kind   error
+	detail string
+}
+
+func (e *classed) Error() string { return e.kind.Error() + e.detail }
+
+func (e *classed) Unwrap() error { return e.kind }
+
+// kindf returns an error of the class kind whose text is kind's followed by
+// the formatted detail: kindf(ErrTruncated, ": read %d of %d bytes", 3, 20)
+// reads "truncated: read 3 of 20 bytes".
+func kindf(kind error, format string, args ...any) error {
+	return &classed{kind: kind, detail: fmt.Sprintf(format, args...)}
+}

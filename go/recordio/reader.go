@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
+
+	"github.com/pkg/errors"
 )
 
 // Reader reads and verifies chunks of one file by their offset: what a
@@ -56,7 +56,7 @@ func (r *Reader) ReadChunk(chunk int, offset int64) (records [][]byte, next int6
 		return nil, 0, r.wrap(chunk, offset, err)
 	}
 	if sum := crc32.ChecksumIEEE(r.stored); sum != h.checksum {
-		return nil, 0, r.errorf(chunk, offset, "%w: header says %#08x, payload has %#08x", ErrChecksum, h.checksum, sum)
+		return nil, 0, r.errorf(chunk, offset, ErrChecksum, ": header says %#08x, payload has %#08x", h.checksum, sum)
 	}
 	plain, err := r.decompress(h.compressor)
 	if err != nil {
@@ -73,8 +73,8 @@ func (r *Reader) ReadChunk(chunk int, offset int64) (records [][]byte, next int6
 // announces fits in the file; next is the offset just past the payload.
 func (r *Reader) readHeader(chunk int, offset int64) (h header, next int64, err error) {
 	if offset < 0 || offset+headerSize > r.size {
-		return header{}, 0, r.errorf(chunk, offset, "%w: header needs %d bytes, file has %d from here",
-			ErrTruncated, headerSize, max(0, r.size-offset))
+		return header{}, 0, r.errorf(chunk, offset, ErrTruncated, ": header needs %d bytes, file has %d from here",
+			headerSize, max(0, r.size-offset))
 	}
 	var b [headerSize]byte
 	if err := readFullAt(r.src, b[:], offset); err != nil {
@@ -85,8 +85,8 @@ func (r *Reader) readHeader(chunk int, offset int64) (h header, next int64, err 
 	}
 	next = offset + headerSize + int64(h.payloadSize)
 	if next > r.size {
-		return header{}, 0, r.errorf(chunk, offset, "%w: payload of %d bytes, file has %d after the header",
-			ErrTruncated, h.payloadSize, r.size-offset-headerSize)
+		return header{}, 0, r.errorf(chunk, offset, ErrTruncated, ": payload of %d bytes, file has %d after the header",
+			h.payloadSize, r.size-offset-headerSize)
 	}
 	return h, next, nil
 }
@@ -95,7 +95,7 @@ func (r *Reader) decompress(c Compressor) ([]byte, error) {
 	switch c {
 	case None:
 		if len(r.stored) > MaxChunkBytes {
-			return nil, fmt.Errorf("%w: payload over %d bytes", ErrTooLarge, MaxChunkBytes)
+			return nil, kindf(ErrTooLarge, ": payload over %d bytes", MaxChunkBytes)
 		}
 		return r.stored, nil
 	case Snappy:
@@ -105,7 +105,7 @@ func (r *Reader) decompress(c Compressor) ([]byte, error) {
 	case Gzip:
 		return r.gunzip()
 	}
-	return nil, fmt.Errorf("%w %d", ErrCompressor, uint32(c))
+	return nil, kindf(ErrCompressor, " %d", uint32(c))
 }
 
 func (r *Reader) gunzip() ([]byte, error) {
@@ -117,17 +117,17 @@ func (r *Reader) gunzip() ([]byte, error) {
 		err = r.gz.Reset(&r.bytesRd)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", ErrDecompress, err)
+		return nil, kindf(ErrDecompress, ": gzip: %v", err)
 	}
 	r.gz.Multistream(false)
 	buf := bytes.NewBuffer(r.plain[:0])
 	n, err := buf.ReadFrom(io.LimitReader(r.gz, MaxChunkBytes+1))
 	r.plain = buf.Bytes()
 	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", ErrDecompress, err)
+		return nil, kindf(ErrDecompress, ": gzip: %v", err)
 	}
 	if n > MaxChunkBytes {
-		return nil, fmt.Errorf("%w: uncompressed payload over %d bytes", ErrTooLarge, MaxChunkBytes)
+		return nil, kindf(ErrTooLarge, ": uncompressed payload over %d bytes", MaxChunkBytes)
 	}
 	return r.plain, nil
 }
@@ -138,18 +138,18 @@ func splitRecords(dst [][]byte, payload []byte, numRecords uint32) ([][]byte, er
 	rest := payload
 	for i := uint32(0); i < numRecords; i++ {
 		if len(rest) < 4 {
-			return dst, fmt.Errorf("%w: header says %d records, payload holds %d", ErrRecordCount, numRecords, i)
+			return dst, kindf(ErrRecordCount, ": header says %d records, payload holds %d", numRecords, i)
 		}
 		n := binary.LittleEndian.Uint32(rest)
 		rest = rest[4:]
 		if uint64(n) > uint64(len(rest)) {
-			return dst, fmt.Errorf("%w: record %d claims %d bytes, %d left", ErrRecordLength, i, n, len(rest))
+			return dst, kindf(ErrRecordLength, ": record %d claims %d bytes, %d left", i, n, len(rest))
 		}
 		dst = append(dst, rest[:n:n])
 		rest = rest[n:]
 	}
 	if len(rest) > 0 {
-		return dst, fmt.Errorf("%w: header says %d records, %d bytes left after them", ErrRecordCount, numRecords, len(rest))
+		return dst, kindf(ErrRecordCount, ": header says %d records, %d bytes left after them", numRecords, len(rest))
 	}
 	return dst, nil
 }
@@ -161,15 +161,16 @@ func readFullAt(src io.ReaderAt, b []byte, off int64) error {
 		return nil
 	}
 	if err == nil || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: read %d of %d bytes at offset %d", ErrTruncated, n, len(b), off)
+		return kindf(ErrTruncated, ": read %d of %d bytes at offset %d", n, len(b), off)
 	}
-	return fmt.Errorf("read %d bytes at offset %d: %w", len(b), off, err)
+	return errors.WithMessagef(err, "read %d bytes at offset %d", len(b), off)
 }
 
 func (r *Reader) wrap(chunk int, offset int64, err error) error {
 	return &Error{Path: r.name, Chunk: chunk, Offset: offset, Err: err}
 }
 
-func (r *Reader) errorf(chunk int, offset int64, format string, args ...any) error {
-	return r.wrap(chunk, offset, fmt.Errorf(format, args...))
+// errorf is wrap of kindf(kind, format, args...).
+func (r *Reader) errorf(chunk int, offset int64, kind error, format string, args ...any) error {
+	return r.wrap(chunk, offset, kindf(kind, format, args...))
 }

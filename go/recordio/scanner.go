@@ -1,8 +1,9 @@
 package recordio
 
 import (
-	"fmt"
 	"os"
+
+	"github.com/pkg/errors"
 )
 
 // ChunkRef names one chunk of one file: its path, its number within the file
@@ -137,7 +138,7 @@ func (s *Scanner) ReadChunk(ref ChunkRef) ([][]byte, error) {
 
 func (s *Scanner) open(path string) error {
 	if err := s.Close(); err != nil {
-		return fmt.Errorf("recordio: %w", err)
+		return errors.WithMessage(err, "recordio")
 	}
 	f, size, err := OpenFile(path)
 	if err != nil {

@@ -2,7 +2,6 @@ package recordio
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 
 	"github.com/golang/snappy"
@@ -58,17 +57,17 @@ func appendSnappyFramed(dst, src []byte, scratch []byte) ([]byte, []byte) {
 // grow dst past limit.
 func appendSnappyUnframed(dst, src []byte, limit int) ([]byte, error) {
 	if len(src) < len(streamIdentifier) || string(src[:len(streamIdentifier)]) != string(streamIdentifier) {
-		return dst, fmt.Errorf("%w: snappy stream identifier missing", ErrDecompress)
+		return dst, kindf(ErrDecompress, ": snappy stream identifier missing")
 	}
 	for len(src) > 0 {
 		if len(src) < frameHeaderLen {
-			return dst, fmt.Errorf("%w: snappy frame header cut short", ErrDecompress)
+			return dst, kindf(ErrDecompress, ": snappy frame header cut short")
 		}
 		kind := src[0]
 		n := int(src[1]) | int(src[2])<<8 | int(src[3])<<16
 		src = src[frameHeaderLen:]
 		if n > len(src) {
-			return dst, fmt.Errorf("%w: snappy frame of %d bytes, %d left", ErrDecompress, n, len(src))
+			return dst, kindf(ErrDecompress, ": snappy frame of %d bytes, %d left", n, len(src))
 		}
 		body := src[:n]
 		src = src[n:]
@@ -78,11 +77,11 @@ func appendSnappyUnframed(dst, src []byte, limit int) ([]byte, error) {
 			dst, err = appendFrameData(dst, kind, body, limit)
 		case kind == frameStreamID:
 			if string(body) != string(streamIdentifier[frameHeaderLen:]) {
-				err = fmt.Errorf("%w: bad snappy stream identifier", ErrDecompress)
+				err = kindf(ErrDecompress, ": bad snappy stream identifier")
 			}
 		case kind >= 0x80: // padding and skippable frames carry nothing
 		default:
-			err = fmt.Errorf("%w: reserved snappy frame type %#02x", ErrDecompress, kind)
+			err = kindf(ErrDecompress, ": reserved snappy frame type %#02x", kind)
 		}
 		if err != nil {
 			return dst, err
@@ -93,7 +92,7 @@ func appendSnappyUnframed(dst, src []byte, limit int) ([]byte, error) {
 
 func appendFrameData(dst []byte, kind byte, body []byte, limit int) ([]byte, error) {
 	if len(body) < frameChecksumLen {
-		return dst, fmt.Errorf("%w: snappy data frame without checksum", ErrDecompress)
+		return dst, kindf(ErrDecompress, ": snappy data frame without checksum")
 	}
 	want := binary.LittleEndian.Uint32(body)
 	body = body[frameChecksumLen:]
@@ -101,26 +100,26 @@ func appendFrameData(dst []byte, kind byte, body []byte, limit int) ([]byte, err
 	if kind == frameCompressed {
 		var err error
 		if size, err = snappy.DecodedLen(body); err != nil {
-			return dst, fmt.Errorf("%w: snappy: %v", ErrDecompress, err)
+			return dst, kindf(ErrDecompress, ": snappy: %v", err)
 		}
 	}
 	if size > maxFrameData {
-		return dst, fmt.Errorf("%w: snappy frame of %d bytes, more than %d", ErrDecompress, size, maxFrameData)
+		return dst, kindf(ErrDecompress, ": snappy frame of %d bytes, more than %d", size, maxFrameData)
 	}
 	if len(dst)+size > limit {
-		return dst, fmt.Errorf("%w: uncompressed payload over %d bytes", ErrTooLarge, limit)
+		return dst, kindf(ErrTooLarge, ": uncompressed payload over %d bytes", limit)
 	}
 	start := len(dst)
 	dst = grow(dst, size)
 	if kind == frameCompressed {
 		if _, err := snappy.Decode(dst[start:], body); err != nil {
-			return dst[:start], fmt.Errorf("%w: snappy: %v", ErrDecompress, err)
+			return dst[:start], kindf(ErrDecompress, ": snappy: %v", err)
 		}
 	} else {
 		copy(dst[start:], body)
 	}
 	if got := maskedCRC(dst[start:]); got != want {
-		return dst[:start], fmt.Errorf("%w: snappy frame checksum %#08x, want %#08x", ErrDecompress, got, want)
+		return dst[:start], kindf(ErrDecompress, ": snappy frame checksum %#08x, want %#08x", got, want)
 	}
 	return dst, nil
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
 	"os"
+
+	"github.com/pkg/errors"
 )
 
 // WriterOption configures a Writer.
@@ -72,7 +72,7 @@ func (w *Writer) Write(record []byte) error {
 		return w.err
 	}
 	if len(record) > math.MaxUint32-4 {
-		return fmt.Errorf("recordio: record of %d bytes is too large for the format", len(record))
+		return errors.Errorf("recordio: record of %d bytes is too large for the format", len(record))
 	}
 	if w.numRecords > 0 && w.recordBytes+len(record) > w.maxChunkBytes {
 		if err := w.Flush(); err != nil {
@@ -111,7 +111,7 @@ func (w *Writer) writeChunk() error {
 		return err
 	}
 	if uint64(len(w.stored)) > math.MaxUint32 || uint64(w.numRecords) > math.MaxUint32 {
-		return fmt.Errorf("recordio: chunk of %d bytes and %d records is too large for the format", len(w.stored), w.numRecords)
+		return errors.Errorf("recordio: chunk of %d bytes and %d records is too large for the format", len(w.stored), w.numRecords)
 	}
 	var hdr [headerSize]byte
 	header{
@@ -121,10 +121,10 @@ func (w *Writer) writeChunk() error {
 		numRecords:  uint32(w.numRecords),
 	}.encode(hdr[:])
 	if _, err := w.out.Write(hdr[:]); err != nil {
-		return fmt.Errorf("recordio: write chunk header: %w", err)
+		return errors.WithMessage(err, "recordio: write chunk header")
 	}
 	if _, err := w.out.Write(w.stored); err != nil {
-		return fmt.Errorf("recordio: write chunk payload: %w", err)
+		return errors.WithMessage(err, "recordio: write chunk payload")
 	}
 	return nil
 }
@@ -144,14 +144,14 @@ func (w *Writer) compress() error {
 			w.gz.Reset(buf)
 		}
 		if _, err := w.gz.Write(w.payload); err != nil {
-			return fmt.Errorf("recordio: gzip: %w", err)
+			return errors.WithMessage(err, "recordio: gzip")
 		}
 		if err := w.gz.Close(); err != nil {
-			return fmt.Errorf("recordio: gzip: %w", err)
+			return errors.WithMessage(err, "recordio: gzip")
 		}
 		w.stored = buf.Bytes()
 	default:
-		return fmt.Errorf("recordio: %w %d", ErrCompressor, uint32(w.compressor))
+		return errors.WithMessage(kindf(ErrCompressor, " %d", uint32(w.compressor)), "recordio")
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (w *Writer) compress() error {
 func WriteFile(path string, n int, record func(i int) []byte, opts ...WriterOption) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("recordio: %w", err)
+		return errors.WithMessage(err, "recordio")
 	}
 	w := NewWriter(f, opts...)
 	for i := range n {
@@ -176,7 +176,7 @@ func WriteFile(path string, n int, record func(i int) []byte, opts ...WriterOpti
 		return err
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("recordio: %w", err)
+		return errors.WithMessage(err, "recordio")
 	}
 	return nil
 }

@@ -1,13 +1,14 @@
 package wire
 
 import (
-	"fmt"
 	"slices"
+
+	"github.com/pkg/errors"
 )
 
 // Named datasets. A job holds several datasets, each with its own tasks,
-// passes and progress: the one of today's calls (ReportDataset, and every
-// call that names none) is DefaultDataset, "train"; an evaluation dataset,
+// passes and progress: the one of the calls that name none (ReportDataset
+// among them) is DefaultDataset, "train"; an evaluation dataset,
 // say "eval", is declared beside it and trained by the trainers that name
 // it in Task.Dataset (GetTask) and Progress.Dataset. The methods of named
 // datasets:
@@ -59,13 +60,13 @@ type Dataset struct {
 // IsRange reports whether d declares an index-range dataset.
 func (d Dataset) IsRange() bool { return d.Records != 0 || d.RecordsPerTask != 0 }
 
-// reservedNames are the names a dataset cannot take: the keys of the etcd
-// layout from before named datasets (doc/etcd.md), which a dataset's keys
-// would overlap.
+// reservedNames are the names a dataset cannot take: the keys a job stored
+// without a dataset prefix keeps right under NS/task_queues/ (doc/etcd.md),
+// which a dataset's keys would overlap.
 var reservedNames = []string{"meta", "pass", "files", "chunks", "tasks"}
 
-// ReservedDatasetName reports whether name is one a dataset cannot take
-// because it is a key of the etcd layout from before named datasets.
+// ReservedDatasetName reports whether name is one a dataset cannot take:
+// meta, pass, files, chunks or tasks (doc/etcd.md).
 func ReservedDatasetName(name string) bool { return slices.Contains(reservedNames, name) }
 
 // CheckDatasetName says why name cannot name a dataset, or returns nil: a
@@ -76,17 +77,17 @@ func ReservedDatasetName(name string) bool { return slices.Contains(reservedName
 func CheckDatasetName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("empty dataset name")
+		return errors.New("empty dataset name")
 	case len(name) > MaxDatasetNameBytes:
-		return fmt.Errorf("dataset name of %d bytes (at most %d)", len(name), MaxDatasetNameBytes)
+		return errors.Errorf("dataset name of %d bytes (at most %d)", len(name), MaxDatasetNameBytes)
 	case ReservedDatasetName(name):
-		return fmt.Errorf("dataset name %q is reserved (meta, pass, files, chunks and tasks are)", name)
+		return errors.Errorf("dataset name %q is reserved (meta, pass, files, chunks and tasks are)", name)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 		if !alnum && (i == 0 || c != '_' && c != '-' && c != '.') {
-			return fmt.Errorf("dataset name %q: want lower-case letters, digits, '_', '-' and '.', starting with a letter or a digit", name)
+			return errors.Errorf("dataset name %q: want lower-case letters, digits, '_', '-' and '.', starting with a letter or a digit", name)
 		}
 	}
 	return nil

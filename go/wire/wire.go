@@ -41,11 +41,12 @@
 package wire
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pkg/errors"
 )
 
 // ServiceName is the name the master registers its RPC service under.

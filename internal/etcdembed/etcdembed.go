@@ -36,102 +36,17 @@ package etcdembed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/logutil"
-	"go.etcd.io/etcd/client/pkg/v3/types"
+	"github.com/pkg/errors"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
-
-// Defaults of Config.
-const (
-	DefaultName         = "default"
-	DefaultClientAddr   = "127.0.0.1:0"
-	DefaultPeerAddr     = "127.0.0.1:0"
-	DefaultClusterToken = "trainmaster"
-	DefaultLogLevel     = "error"
-	DefaultReadyTimeout = 60 * time.Second
-)
-
-// Cluster states of Config.ClusterState.
-const (
-	ClusterStateNew      = embed.ClusterStateFlagNew      // "new": bootstrap a new cluster
-	ClusterStateExisting = embed.ClusterStateFlagExisting // "existing": join a running cluster (after a MemberAdd)
-)
-
-// TLSConfig is the transport security of client traffic.
-type TLSConfig struct {
-	CertFile      string // server certificate (PEM); it should also allow client auth, see below
-	KeyFile       string // its key (PEM)
-	TrustedCAFile string // CA that signs client certificates (PEM)
-	// ClientCertAuth requires clients to present a certificate signed by
-	// TrustedCAFile. etcd's own gRPC gateway then dials the member with
-	// CertFile as its client certificate, so CertFile should carry the
-	// client-auth extended key usage too. With etcd auth enabled, the common
-	// name of a client certificate is taken as the user name.
-	ClientCertAuth bool
-}
-
-// Config configures one member. Only Dir is required.
-type Config struct {
-	Name string // member name; default "default"
-	Dir  string // data directory (required); created with mode 0700 if missing
-
-	// ClientAddr is the host:port clients connect to; default "127.0.0.1:0",
-	// a free loopback port. An empty host means 127.0.0.1.
-	ClientAddr string
-	// PeerAddr is the host:port other members connect to. When it is empty
-	// or has port 0 and InitialCluster names this member, the member listens
-	// on the address of its InitialCluster entry; otherwise the default is
-	// "127.0.0.1:0", a free loopback port. An empty host means 127.0.0.1.
-	PeerAddr string
-	// InitialCluster is "name=http://host:port,..." with an entry for this
-	// member; the member advertises its entry as its peer URL. Default: this
-	// member alone. It only matters for a data directory without data: a
-	// member with data rejoins the cluster recorded there.
-	InitialCluster string
-	ClusterState   string // "new" (default) or "existing"
-	ClusterToken   string // default "trainmaster"
-
-	UnsafeNoFsync bool // tests only: skip fsync, which loses data on a machine crash
-
-	QuotaBackendBytes int64 // 0 = etcd's default (2 GiB)
-	MaxRequestBytes   uint  // 0 = etcd's default (1.5 MiB)
-	// AutoCompactionRetention keeps this much history: a number of revisions
-	// with mode "revision" (e.g. "1000"), a duration with mode "periodic"
-	// (e.g. "1h", a bare number means hours). "" or "0" = no auto-compaction.
-	AutoCompactionRetention string
-	AutoCompactionMode      string // "revision" or "periodic" (default periodic, as in etcd)
-
-	TLS *TLSConfig // client TLS; nil = plain http
-
-	LogLevel string // etcd's zap level (debug, info, warn, error, dpanic, panic, fatal); default "error"
-	// LogOutputs are where etcd logs JSON lines: "stderr", "stdout",
-	// "default" (stderr) or file paths. Default stderr.
-	LogOutputs []string
-	// Logger, if set, is etcd's logger instead of one made from LogLevel
-	// and LogOutputs.
-	Logger *zap.Logger
-
-	ReadyTimeout time.Duration // how long Start waits for the member to be ready; default 60s
-
-	// Embed, if set, has the last word on etcd's own configuration, for
-	// what Config lacks (e.g. BcryptCost, TickMs, ElectionMs). Leave the
-	// addresses, Dir and InitialCluster alone.
-	Embed func(*embed.Config)
-}
 
 // Server is a running member.
 type Server struct {
@@ -146,24 +61,6 @@ type Server struct {
 	closing   chan struct{} // closed when Close begins
 	watchDone chan struct{} // closed when the error watcher returned
 	errc      chan error    // buffered 1, never closed
-}
-
-// FreeLoopbackAddr returns "127.0.0.1:port" with a port that was free a
-// moment ago. Use it to build an InitialCluster before starting its members.
-func FreeLoopbackAddr() (string, error) {
-	return freeAddr("127.0.0.1")
-}
-
-func freeAddr(host string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("find a free port on %s: %w", host, err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		return "", err
-	}
-	return addr, nil
 }
 
 // Start starts a member and waits until it is ready to serve, until ctx ends
@@ -194,240 +91,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 }
 
-func portIsAuto(addr string) bool {
-	if addr == "" {
-		return true
-	}
-	_, port, err := net.SplitHostPort(addr)
-	return err == nil && (port == "" || port == "0")
-}
-
-// withDefaults fills in defaults and checks what can be checked before any
-// port is taken.
-func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Dir == "" {
-		return cfg, errors.New("etcdembed: Config.Dir (data directory) is required")
-	}
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
-	if cfg.ClientAddr == "" {
-		cfg.ClientAddr = DefaultClientAddr
-	}
-	if cfg.ClusterState == "" {
-		cfg.ClusterState = ClusterStateNew
-	}
-	if cfg.ClusterState != ClusterStateNew && cfg.ClusterState != ClusterStateExisting {
-		return cfg, fmt.Errorf("etcdembed: ClusterState %q: want %q or %q", cfg.ClusterState, ClusterStateNew, ClusterStateExisting)
-	}
-	if cfg.ClusterToken == "" {
-		cfg.ClusterToken = DefaultClusterToken
-	}
-	if cfg.LogLevel == "" {
-		cfg.LogLevel = DefaultLogLevel
-	}
-	var lvl zapcore.Level
-	if err := lvl.Set(cfg.LogLevel); err != nil {
-		return cfg, fmt.Errorf("etcdembed: LogLevel: %w", err)
-	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = DefaultReadyTimeout
-	}
-	if cfg.AutoCompactionMode == "" {
-		cfg.AutoCompactionMode = embed.DefaultAutoCompactionMode
-	}
-	if cfg.AutoCompactionRetention == "" {
-		cfg.AutoCompactionRetention = "0"
-	}
-	if cfg.TLS != nil && (cfg.TLS.CertFile == "" || cfg.TLS.KeyFile == "") {
-		return cfg, errors.New("etcdembed: TLS needs CertFile and KeyFile")
-	}
-	if cfg.TLS != nil && cfg.TLS.ClientCertAuth && cfg.TLS.TrustedCAFile == "" {
-		return cfg, errors.New("etcdembed: TLS.ClientCertAuth needs TrustedCAFile")
-	}
-	return cfg, nil
-}
-
-// resolved is a Config with real ports and the URLs derived from them.
-type resolved struct {
-	Config
-	listenClient, advertiseClient url.URL
-	listenPeer                    url.URL
-	advertisePeer                 []url.URL
-}
-
-// resolve picks free ports for port-0 addresses and derives the URLs.
-func (cfg Config) resolve() (resolved, error) {
-	r := resolved{Config: cfg}
-	scheme := "http"
-	if cfg.TLS != nil {
-		scheme = "https"
-	}
-	listen, advertise, err := resolveAddr(cfg.ClientAddr)
-	if err != nil {
-		return r, fmt.Errorf("etcdembed: ClientAddr %q: %w", cfg.ClientAddr, err)
-	}
-	r.ClientAddr = listen
-	r.listenClient = url.URL{Scheme: scheme, Host: listen}
-	r.advertiseClient = url.URL{Scheme: scheme, Host: advertise}
-
-	if cfg.InitialCluster == "" {
-		peer := cfg.PeerAddr
-		if peer == "" {
-			peer = DefaultPeerAddr
-		}
-		listen, advertise, err := resolveAddr(peer)
-		if err != nil {
-			return r, fmt.Errorf("etcdembed: PeerAddr %q: %w", peer, err)
-		}
-		r.PeerAddr = listen
-		r.listenPeer = url.URL{Scheme: "http", Host: listen}
-		r.advertisePeer = []url.URL{{Scheme: "http", Host: advertise}}
-		r.InitialCluster = cfg.Name + "=" + r.advertisePeer[0].String()
-		return r, nil
-	}
-
-	m, err := types.NewURLsMap(cfg.InitialCluster)
-	if err != nil {
-		return r, fmt.Errorf("etcdembed: InitialCluster %q: %w", cfg.InitialCluster, err)
-	}
-	mine := m[cfg.Name]
-	if len(mine) == 0 {
-		return r, fmt.Errorf("etcdembed: InitialCluster %q has no entry for member %q", cfg.InitialCluster, cfg.Name)
-	}
-	for _, u := range mine {
-		if u.Scheme != "http" {
-			return r, fmt.Errorf("etcdembed: InitialCluster entry %s of member %q: peer URLs must be http", u.String(), cfg.Name)
-		}
-	}
-	r.advertisePeer = mine
-	peer := cfg.PeerAddr
-	if portIsAuto(peer) {
-		peer = mine[0].Host
-	}
-	listen, _, err = resolveAddr(peer)
-	if err != nil {
-		return r, fmt.Errorf("etcdembed: PeerAddr %q: %w", peer, err)
-	}
-	r.PeerAddr = listen
-	r.listenPeer = url.URL{Scheme: "http", Host: listen}
-	return r, nil
-}
-
-// resolveAddr returns the address to listen on and the one to advertise for
-// a host:port: an empty host becomes 127.0.0.1, port 0 a free port, and an
-// unspecified IP (0.0.0.0, ::) is advertised as 127.0.0.1.
-func resolveAddr(addr string) (listen, advertise string, err error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", "", err
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	if port == "" || port == "0" {
-		free, err := freeAddr(host)
-		if err != nil {
-			return "", "", err
-		}
-		if _, port, err = net.SplitHostPort(free); err != nil {
-			return "", "", err
-		}
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return "", "", fmt.Errorf("bad port %q", port)
-	}
-	listen = net.JoinHostPort(host, port)
-	advertise = listen
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		advertise = net.JoinHostPort("127.0.0.1", port)
-	}
-	return listen, advertise, nil
-}
-
-func (r resolved) describe() string {
-	return fmt.Sprintf("etcd member %q (data dir %s, client %s, peer %s)",
-		r.Name, r.Dir, r.listenClient.String(), r.listenPeer.String())
-}
-
-func (r resolved) embedConfig(stopping *atomic.Bool) (*embed.Config, error) {
-	ec := embed.NewConfig()
-	ec.Name = r.Name
-	ec.Dir = r.Dir
-	ec.ListenClientUrls = []url.URL{r.listenClient}
-	ec.AdvertiseClientUrls = []url.URL{r.advertiseClient}
-	ec.ListenPeerUrls = []url.URL{r.listenPeer}
-	ec.AdvertisePeerUrls = r.advertisePeer
-	ec.InitialCluster = r.InitialCluster
-	ec.ClusterState = r.ClusterState
-	ec.InitialClusterToken = r.ClusterToken
-	ec.UnsafeNoFsync = r.UnsafeNoFsync
-	if r.QuotaBackendBytes > 0 {
-		ec.QuotaBackendBytes = r.QuotaBackendBytes
-	}
-	if r.MaxRequestBytes > 0 {
-		ec.MaxRequestBytes = r.MaxRequestBytes
-	}
-	ec.AutoCompactionMode = r.AutoCompactionMode
-	ec.AutoCompactionRetention = r.AutoCompactionRetention
-	if r.TLS != nil {
-		ec.ClientTLSInfo.CertFile = r.TLS.CertFile
-		ec.ClientTLSInfo.KeyFile = r.TLS.KeyFile
-		ec.ClientTLSInfo.TrustedCAFile = r.TLS.TrustedCAFile
-		ec.ClientTLSInfo.ClientCertAuth = r.TLS.ClientCertAuth
-	}
-	ec.LogLevel = r.LogLevel
-	lg := r.Logger
-	if lg == nil {
-		lc := logutil.DefaultZapLoggerConfig
-		lc.Level = zap.NewAtomicLevelAt(logutil.ConvertToZapLevel(r.LogLevel))
-		lc.OutputPaths = nil
-		for _, out := range r.LogOutputs {
-			if out == embed.DefaultLogOutput {
-				out = embed.StdErrLogOutput
-			}
-			lc.OutputPaths = append(lc.OutputPaths, out)
-		}
-		if len(lc.OutputPaths) == 0 {
-			lc.OutputPaths = []string{embed.StdErrLogOutput}
-		}
-		lc.ErrorOutputPaths = lc.OutputPaths
-		var err error
-		if lg, err = lc.Build(); err != nil {
-			return nil, fmt.Errorf("etcd logger: %w", err)
-		}
-	}
-	lg = lg.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
-		return quietStop{c, stopping}
-	}))
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
-	if r.Embed != nil {
-		r.Embed(ec)
-	}
-	return ec, nil
-}
-
-// msgServeFailed is what embed logs at level error when a listener stops
-// serving, even when that is because the member is being closed.
-const msgServeFailed = "setting up serving from embedded etcd failed."
-
-// quietStop drops msgServeFailed once the member is being stopped, so that a
-// normal Close logs nothing at level error.
-type quietStop struct {
-	zapcore.Core
-	stopping *atomic.Bool
-}
-
-func (q quietStop) With(fields []zapcore.Field) zapcore.Core {
-	return quietStop{q.Core.With(fields), q.stopping}
-}
-
-func (q quietStop) Check(ent zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if ent.Message == msgServeFailed && q.stopping.Load() {
-		return ce
-	}
-	return q.Core.Check(ent, ce)
-}
-
 // closeEtcd closes e, also when it never became ready: embed's Close waits
 // for the client servers, which start only once the member is ready or
 // stopping, so an unready member is stopped first.
@@ -442,7 +105,7 @@ func closeEtcd(e *embed.Etcd, stopping *atomic.Bool) {
 }
 
 func start(ctx context.Context, r resolved) (*Server, error) {
-	fail := func(err error) error { return fmt.Errorf("etcdembed: start %s: %w", r.describe(), err) }
+	fail := func(err error) error { return errors.WithMessagef(err, "etcdembed: start %s", r.describe()) }
 	if err := os.MkdirAll(r.Dir, 0o700); err != nil {
 		return nil, fail(err)
 	}
@@ -487,7 +150,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 			}
 			unlock()
 		}()
-		return nil, fail(fmt.Errorf("not started after %v: %w", r.ReadyTimeout, context.Cause(ctx)))
+		return nil, fail(errors.WithMessagef(context.Cause(ctx), "not started after %v", r.ReadyTimeout))
 	}
 
 	abort := func(err error) (*Server, error) {
@@ -502,7 +165,7 @@ func start(ctx context.Context, r resolved) (*Server, error) {
 	case <-e.Server.StopNotify():
 		return abort(errors.New("the server stopped before it was ready"))
 	case <-ctx.Done():
-		return abort(fmt.Errorf("not ready after %v (is a quorum of the initial cluster running?): %w", r.ReadyTimeout, context.Cause(ctx)))
+		return abort(errors.WithMessagef(context.Cause(ctx), "not ready after %v (is a quorum of the initial cluster running?)", r.ReadyTimeout))
 	}
 
 	s := &Server{
@@ -555,7 +218,7 @@ func (s *Server) watch(desc string) {
 		return
 	default:
 	}
-	s.errc <- fmt.Errorf("etcdembed: %s: %w", desc, err)
+	s.errc <- errors.WithMessagef(err, "etcdembed: %s", desc)
 }
 
 // Endpoints returns the client URLs the member listens on, such as

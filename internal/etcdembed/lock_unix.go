@@ -3,10 +3,10 @@
 package etcdembed
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/pkg/errors"
 )
 
 // lockDir takes an exclusive flock on the directory itself (no file is added
@@ -21,9 +21,9 @@ func lockDir(dir string) (unlock func(), err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("data dir %s is in use by another etcd member", dir)
+			return nil, errors.Errorf("data dir %s is in use by another etcd member", dir)
 		}
-		return nil, fmt.Errorf("lock data dir %s: %w", dir, err)
+		return nil, errors.WithMessagef(err, "lock data dir %s", dir)
 	}
 	return func() {
 		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

@@ -3,11 +3,12 @@ package masterbench
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/pkg/errors"
 )
 
 // The etcd metrics a run reads, before and after the trainers run.
@@ -38,7 +39,7 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 			if name == want {
 				v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 				if err != nil {
-					return nil, fmt.Errorf("etcd metrics: %s: %w", name, err)
+					return nil, errors.WithMessagef(err, "etcd metrics: %s", name)
 				}
 				got[name] = v
 			}
@@ -46,7 +47,7 @@ func parseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	}
 	for _, want := range names {
 		if _, ok := got[want]; !ok {
-			return nil, fmt.Errorf("etcd metrics: no %s", want)
+			return nil, errors.Errorf("etcd metrics: no %s", want)
 		}
 	}
 	return got, nil

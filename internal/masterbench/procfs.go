@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/pkg/errors"
 )
 
 // Memory is a process's resident memory, from /proc/PID/status.
@@ -42,13 +44,13 @@ func parseStatus(b []byte) (Memory, error) {
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
-			return m, fmt.Errorf("/proc status: %s: %w", name, err)
+			return m, errors.WithMessagef(err, "/proc status: %s", name)
 		}
 		*dst = kb << 10
 		found++
 	}
 	if found != 2 {
-		return m, fmt.Errorf("/proc status: VmRSS or VmHWM missing")
+		return m, errors.New("/proc status: VmRSS or VmHWM missing")
 	}
 	return m, nil
 }

@@ -40,7 +40,7 @@ func dialer(codec string) func(addr string) (*rpc.Client, error) {
 // runTrainers runs synthetic trainers, each on its own connection made by
 // dial: every call finishes the trainer's previous task and asks for the
 // next. Named trainers send the name bench-<i> on every task they send, as
-// go/client does; the others send none, as old trainers do. With progress,
+// go/client does; the others send none, as a trainer may. With progress,
 // each trainer reports one record of every task trained before it asks
 // for the next (Master.TaskProgress: a fenced write each).
 func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, named, progress bool, w window) (loadResult, error) {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pkg/errors"
 )
 
 // Proc is one child process.
@@ -40,7 +42,7 @@ func Start(dir, bin, name string, args []string, onOut, onErr func(string)) (*Pr
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return nil, errors.WithMessagef(err, "start %s", name)
 	}
 	fmt.Fprintf(logFile, "--- started pid %d at %s\n", cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
 	p := &Proc{Name: name, Log: logPath, cmd: cmd, done: make(chan struct{})}
@@ -83,7 +85,7 @@ func (p *Proc) Wait(limit time.Duration) error {
 	case <-p.done:
 		return p.err
 	case <-time.After(limit):
-		return fmt.Errorf("%s still running after %v", p.Name, limit)
+		return errors.Errorf("%s still running after %v", p.Name, limit)
 	}
 }
 

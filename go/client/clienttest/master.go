@@ -12,12 +12,13 @@
 package clienttest
 
 import (
-	"errors"
 	"net"
 	"net/rpc"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
@@ -73,6 +74,17 @@ type Master struct {
 // ends.
 func Start(tb testing.TB, opt Options) *Master {
 	tb.Helper()
+	m, err := New(opt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(m.Close)
+	return m
+}
+
+// New starts a master on a free loopback port, for code without a
+// testing.TB (an Example); Close stops it.
+func New(opt Options) (*Master, error) {
 	opt.Passes = max(opt.Passes, 1)
 	opt.ChunksPerTask = max(opt.ChunksPerTask, 1)
 	m := &Master{
@@ -85,16 +97,15 @@ func Start(tb testing.TB, opt Options) *Master {
 		gates:  map[string]chan struct{}{},
 	}
 	if err := m.srv.RegisterName(wire.ServiceName, &service{m}); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	m.addr = ln.Addr().String()
 	m.serve(ln)
-	tb.Cleanup(m.Close)
-	return m
+	return m, nil
 }
 
 // Addr returns the master's address.

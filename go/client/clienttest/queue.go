@@ -1,10 +1,11 @@
 package clienttest
 
 import (
-	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
@@ -42,7 +43,7 @@ func (q *queue) report(patterns []string) error {
 	for _, p := range patterns {
 		matches, err := filepath.Glob(p)
 		if err != nil || len(matches) == 0 {
-			return fmt.Errorf("pattern %q matches no file", p)
+			return errors.Errorf("pattern %q matches no file", p)
 		}
 		files = append(files, matches...)
 	}
@@ -128,7 +129,7 @@ func (q *queue) check(t wire.Task) (stale bool, err error) {
 	case q.tasks == nil:
 		return false, wire.ErrNoDataset
 	case t.Index < 0 || t.Index >= len(q.tasks) || t.Epoch < 1 || t.Pass > q.pass:
-		return false, fmt.Errorf("%w: task %d epoch %d pass %d", errBadReport, t.Index, t.Epoch, t.Pass)
+		return false, wire.WithKind(errBadReport, errors.Errorf("task %d epoch %d pass %d", t.Index, t.Epoch, t.Pass))
 	}
 	return q.allDone || t.Pass < q.pass, nil
 }

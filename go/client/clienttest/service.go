@@ -1,8 +1,9 @@
 package clienttest
 
 import (
-	"errors"
 	"time"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 )
