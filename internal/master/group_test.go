@@ -22,12 +22,12 @@ func newGateStore() *gateStore {
 	return &gateStore{MemoryStore: NewMemoryStore(), entered: make(chan taskqueue.Change), release: make(chan error)}
 }
 
-func (g *gateStore) Commit(ctx context.Context, ch taskqueue.Change) error {
+func (g *gateStore) Commit(ctx context.Context, round int, ch taskqueue.Change) error {
 	g.entered <- ch
 	if err := <-g.release; err != nil {
 		return err
 	}
-	return g.MemoryStore.Commit(ctx, ch)
+	return g.MemoryStore.Commit(ctx, round, ch)
 }
 
 type result struct {

@@ -81,10 +81,6 @@ type Change struct {
 	// Relief is set by a Dispatch that relieved a straggler
 	// (stragglers.go): what it did, for the log. Stores ignore it.
 	Relief *Relief
-	// Round is the dataset's round, stored with the pass: the queues know
-	// no rounds (their Config.Passes counts the passes of every round so
-	// far), the master sets it on every change it commits.
-	Round int
 }
 
 // Empty reports whether the change changed nothing.
@@ -94,7 +90,7 @@ func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 // committing both in order: a task touched by both keeps its later entry,
 // in the place of its first. It returns the merged change.
 func (c Change) Merge(later Change) Change {
-	c.Pass, c.Round = later.Pass, later.Round
+	c.Pass = later.Pass
 	c.PassChanged = c.PassChanged || later.PassChanged
 	if later.Relief != nil {
 		c.Relief = later.Relief
