@@ -38,8 +38,7 @@ type noticeKind int
 
 // The Observer calls of a notice; the zero notice calls nothing.
 const (
-	tellNothing noticeKind = iota
-	tellDispatched
+	tellDispatched noticeKind = iota + 1
 	tellFinished
 	tellRetried
 	tellRelieved
