@@ -188,7 +188,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("-datasets: %w", err)
 		}
 	}
-	if _, err := master.New(scfg); err != nil {
+	if err := scfg.Validate(); err != nil {
 		return err // bad queue flags fail before anything starts
 	}
 	port, err := o.port.serverConfig()

@@ -21,9 +21,9 @@ package election
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/pkg/errors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -45,6 +45,22 @@ func (l *Leadership) Fence() clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(l.Key), "=", l.Rev)
 }
 
+// Context returns a context that ends with parent, or when the session
+// ends, with ErrSessionExpired as its cause: what a term's work runs
+// under. Like the session's Done channel it is a hint, never a guarantee:
+// fence every write. Call stop once the term's work is over.
+func (l *Leadership) Context(parent context.Context) (ctx context.Context, stop context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		select {
+		case <-l.Session.Done():
+			cancel(ErrSessionExpired)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
 // Resign gives the leadership up at once by revoking the session's lease:
 // the key and everything attached to the lease go, and a standby waiting on
 // the key takes over in milliseconds.
@@ -63,7 +79,7 @@ func Campaign(ctx context.Context, s *concurrency.Session, prefix, value string)
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
-		return nil, fmt.Errorf("election: put candidate key %s: %w", key, err)
+		return nil, errors.Wrapf(err, "election: put candidate key %s", key)
 	}
 	l := &Leadership{Key: key, Rev: resp.Header.Revision, Session: s}
 	if !resp.Succeeded {
@@ -89,7 +105,7 @@ func predecessor(ctx context.Context, cli *clientv3.Client, prefix string, rev i
 	opts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))
 	resp, err := cli.Get(ctx, prefix, opts...)
 	if err != nil {
-		return "", 0, fmt.Errorf("election: read candidates under %s: %w", prefix, err)
+		return "", 0, errors.Wrapf(err, "election: read candidates under %s", prefix)
 	}
 	if len(resp.Kvs) == 0 {
 		return "", resp.Header.Revision, nil
@@ -142,7 +158,7 @@ func (l *Leadership) confirm(ctx context.Context) error {
 	}
 	resp, err := l.Session.Client().Txn(ctx).If(l.Fence()).Commit()
 	if err != nil {
-		return fmt.Errorf("election: confirm leadership of %s: %w", l.Key, err)
+		return errors.Wrapf(err, "election: confirm leadership of %s", l.Key)
 	}
 	if !resp.Succeeded {
 		return ErrSessionExpired

@@ -107,3 +107,37 @@ func TestCampaignHonoursContext(t *testing.T) {
 		t.Fatalf("campaign behind a leader with a short context: %v", err)
 	}
 }
+
+// TestContextEndsWithTheSession: a leadership's context ends with
+// ErrSessionExpired as its cause once the session ends, and with
+// context.Canceled when stopped first.
+func TestContextEndsWithTheSession(t *testing.T) {
+	_, cli := etcdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := Campaign(ctx, newSession(t, cli), "/lock/", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, stop := l.Context(ctx)
+	stop()
+	if err := context.Cause(stopped); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped context's cause: %v", err)
+	}
+	leading, stop := l.Context(ctx)
+	defer stop()
+	if leading.Err() != nil {
+		t.Fatalf("the context ended while leading: %v", context.Cause(leading))
+	}
+	if err := l.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-leading.Done():
+	case <-ctx.Done():
+		t.Fatal("the context did not end with the session")
+	}
+	if err := context.Cause(leading); !errors.Is(err, ErrSessionExpired) {
+		t.Fatalf("cause %v, want %v", err, ErrSessionExpired)
+	}
+}

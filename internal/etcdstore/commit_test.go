@@ -104,7 +104,7 @@ func TestCommitSplitsByBytes(t *testing.T) {
 				ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Queue: taskqueue.Todo, Epoch: 1, Timeouts: 1, Seq: int64(tc.entries + i), Error: reason(i)}})
 			}
 			before := spy.txns.Load()
-			if err := store.Commit(ctx, ch); err != nil {
+			if err := store.Commit(ctx, 0, ch); err != nil {
 				t.Fatalf("commit of %d entries of %d bytes: %v", tc.entries, tc.reason, err)
 			}
 			if txns := spy.txns.Load() - before; txns < tc.minTxns {
@@ -164,13 +164,13 @@ func TestCommitEndingAPass(t *testing.T) {
 		for i := range early {
 			first.Records = append(first.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Pass: 0, Queue: taskqueue.Done, Epoch: 1, Seq: int64(i)}})
 		}
-		if err := store.Commit(ctx, first); err != nil {
+		if err := store.Commit(ctx, 0, first); err != nil {
 			t.Fatal(err)
 		}
 	}
 	setUp()
 	before := spy.txns.Load()
-	if err := store.Commit(ctx, ch); err != nil {
+	if err := store.Commit(ctx, 0, ch); err != nil {
 		t.Fatal(err)
 	}
 	txns := spy.txns.Load() - before
@@ -181,7 +181,7 @@ func TestCommitEndingAPass(t *testing.T) {
 		t.Run(fmt.Sprintf("failing transaction %d of %d", fail, txns), func(t *testing.T) {
 			setUp()
 			spy.failFrom.Store(spy.txns.Load() + fail)
-			if err := store.Commit(ctx, ch); !errors.Is(err, errInjected) {
+			if err := store.Commit(ctx, 0, ch); !errors.Is(err, errInjected) {
 				t.Fatalf("commit: %v, want the injected failure", err)
 			}
 			pass, byPass := storedEntries(t, cli, store)

@@ -78,7 +78,7 @@ func TestLoadRefusesBadState(t *testing.T) {
 				t.Fatal(err)
 			}
 			good := taskqueue.Change{Records: []taskqueue.Record{{Index: 3, Entry: taskqueue.Entry{Queue: taskqueue.Done, Epoch: 1, Seq: 3}}}}
-			if err := store.Commit(ctx, good); err != nil {
+			if err := store.Commit(ctx, 0, good); err != nil {
 				t.Fatal(err)
 			}
 			put(t, cli, ns+"/task_queues/"+tc.key, tc.value)
@@ -147,7 +147,7 @@ func TestEntriesAreStreamed(t *testing.T) {
 		ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Queue: taskqueue.Done, Epoch: 1, Seq: int64(i)}})
 		want = append(want, i)
 	}
-	if err := store.Commit(ctx, ch); err != nil {
+	if err := store.Commit(ctx, 0, ch); err != nil {
 		t.Fatal(err)
 	}
 

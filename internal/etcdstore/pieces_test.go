@@ -31,7 +31,7 @@ func TestPiecesSurviveARestore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := store.Commit(ctx, ch); err != nil {
+		if err := store.Commit(ctx, 0, ch); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -62,7 +62,7 @@ func BenchmarkRecoverMillion(b *testing.B) {
 	if len(all.Records) != n {
 		b.Fatalf("%d entries for %d tasks", len(all.Records), n)
 	}
-	if err := store.Commit(ctx, all); err != nil {
+	if err := store.Commit(ctx, 0, all); err != nil {
 		b.Fatal(err)
 	}
 	all, q, ds = taskqueue.Change{}, nil, nil

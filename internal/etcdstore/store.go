@@ -69,7 +69,7 @@ type Store struct {
 // shared is what the stores of one Catalog share: the counters and the
 // compaction of their etcd.
 type shared struct {
-	mu            sync.Mutex
+	mu            sync.Mutex // guards lastCompacted
 	lastCompacted int64
 	stats         Stats
 }
@@ -188,15 +188,16 @@ func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
 // pass ends), and Load's reader ignores the entries of other passes than
 // the stored one (taskqueue.Restore). A failure reason is stored cut to
 // 64 KiB (less under a small MaxRequestBytes), so that no entry is too
-// large to store.
-func (s *Store) Commit(ctx context.Context, ch taskqueue.Change) error {
+// large to store. The round is written with the pass, in the pass key, when
+// the change moves the pass (starting a round does).
+func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) error {
 	maxError := min(maxEntryErrorBytes, s.maxTxnBytes/4)
 	ops := make([]clientv3.Op, 0, len(ch.Records)+1)
 	for _, r := range ch.Records {
 		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Index, r.Entry, maxError))))
 	}
 	if ch.PassChanged {
-		pass, _ := json.Marshal(passValue{Pass: ch.Pass, Round: ch.Round})
+		pass, _ := json.Marshal(passValue{Pass: ch.Pass, Round: round})
 		ops = append(ops, clientv3.OpPut(s.keys.pass(), string(pass)))
 	}
 	if len(ops) == 0 {

@@ -71,7 +71,7 @@ func TestRoundTripThroughTheService(t *testing.T) {
 	}
 	commit := func(ch taskqueue.Change) {
 		t.Helper()
-		if err := store.Commit(ctx, ch); err != nil {
+		if err := store.Commit(ctx, 0, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -143,11 +143,11 @@ func TestFencedWriteAfterLosingTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	successor, _ := lead(t, cli, "")
-	if err := successor.Commit(ctx, taskqueue.Change{Pass: 0, Records: []taskqueue.Record{{Index: 1, Entry: taskqueue.Entry{Queue: taskqueue.Done}}}}); err != nil {
+	if err := successor.Commit(ctx, 0, taskqueue.Change{Pass: 0, Records: []taskqueue.Record{{Index: 1, Entry: taskqueue.Entry{Queue: taskqueue.Done}}}}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := cli.Get(ctx, "/task_queues/", clientv3.WithPrefix())
-	err := store.Commit(ctx, taskqueue.Change{Pass: 1, PassChanged: true, Records: []taskqueue.Record{{Index: 1, Entry: taskqueue.Entry{Queue: taskqueue.Todo}}}})
+	err := store.Commit(ctx, 0, taskqueue.Change{Pass: 1, PassChanged: true, Records: []taskqueue.Record{{Index: 1, Entry: taskqueue.Entry{Queue: taskqueue.Todo}}}})
 	if !errors.Is(err, master.ErrLeadershipLost) {
 		t.Fatalf("stale commit: %v, want master.ErrLeadershipLost", err)
 	}
@@ -210,7 +210,7 @@ func TestLargeDataset(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := store.Commit(ctx, ch); err != nil {
+			if err := store.Commit(ctx, 0, ch); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -250,7 +250,7 @@ func TestCompactsHistory(t *testing.T) {
 	first, _ := cli.Get(ctx, "/task_queues/pass")
 	for i := range 120 {
 		ch := taskqueue.Change{Records: []taskqueue.Record{{Index: i % 10, Entry: taskqueue.Entry{Queue: taskqueue.Pending, Epoch: i + 1}}}}
-		if err := store.Commit(ctx, ch); err != nil {
+		if err := store.Commit(ctx, 0, ch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -309,7 +309,7 @@ func TestLoadReadsEveryRange(t *testing.T) {
 	for _, i := range tasks {
 		ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Queue: taskqueue.Done, Epoch: 1, Seq: int64(i)}})
 	}
-	if err := store.Commit(ctx, ch); err != nil {
+	if err := store.Commit(ctx, 0, ch); err != nil {
 		t.Fatal(err)
 	}
 	snap, err := store.Load(ctx)

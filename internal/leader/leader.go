@@ -16,12 +16,12 @@ package leader
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"time"
 
+	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config) error {
 func term(ctx context.Context, cfg Config) error {
 	session, err := concurrency.NewSession(cfg.Client, concurrency.WithTTL(cfg.TTL), concurrency.WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("leader: open session: %w", err)
+		return errors.Wrap(err, "leader: open session")
 	}
 	defer session.Close()
 	cfg.Log.WithField("lease", fmt.Sprintf("%x", session.Lease())).Info("standing by: campaigning for the master lock")
@@ -109,7 +109,7 @@ func term(ctx context.Context, cfg Config) error {
 	}
 	lis, err := listen(cfg)
 	if err != nil {
-		return fmt.Errorf("%w: listen on %s: %v", ErrRefused, cfg.Addr, err)
+		return wire.WithKind(ErrRefused, errors.Errorf("listen on %s: %v", cfg.Addr, err))
 	}
 	defer lis.Close()
 	addr := Advertised(cfg.Advertise, cfg.Addr, lis.Addr())
@@ -123,20 +123,22 @@ func term(ctx context.Context, cfg Config) error {
 	return serve(ctx, cfg, lead, lis, addr, catalog)
 }
 
-// serve runs the service on lis until the term ends.
+// serve runs the service on lis until the term ends: the service runs
+// under the leadership's context (election.Leadership.Context), and its Run
+// returns once that context ends or a fenced write was rejected.
 func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.Listener, addr string, catalog *etcdstore.Catalog) error {
-	lost := make(chan error, 1)
+	leading, stop := lead.Context(ctx)
+	defer stop()
 	scfg := cfg.Service
 	scfg.Catalog, scfg.Log = catalog, cfg.Log
-	scfg.Lost = func(err error) { lost <- err }
 	svc, err := master.New(scfg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRefused, err)
+		return wire.WithKind(ErrRefused, errors.New(err.Error()))
 	}
 	defer svc.Close()
-	if err := svc.Restore(ctx); err != nil {
+	if err := svc.Restore(leading); err != nil {
 		if unservable(err) {
-			return fmt.Errorf("%w: %w", ErrRefused, err)
+			return wire.WithKind(ErrRefused, err)
 		}
 		return err
 	}
@@ -144,7 +146,7 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	srvCfg.Log = cfg.Log
 	srv, err := newPort(svc, srvCfg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRefused, err)
+		return wire.WithKind(ErrRefused, errors.New(err.Error()))
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -157,17 +159,18 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	if cfg.Serving != nil {
 		cfg.Serving(addr)
 	}
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(leading) }()
 	select {
-	case <-ctx.Done():
+	case err := <-served:
+		return portFailed(cfg, lead, srv, err)
+	case err := <-ran:
+		if ctx.Err() == nil {
+			return err // the session ended, or a fenced write was rejected
+		}
 		srv.Close()
 		resign(cfg, lead)
 		return nil
-	case err := <-served:
-		return portFailed(cfg, lead, srv, err)
-	case err := <-lost:
-		return err
-	case <-lead.Session.Done():
-		return election.ErrSessionExpired
 	}
 }
 
@@ -188,7 +191,7 @@ func portFailed(cfg Config, lead *election.Leadership, srv *trainerport.Server, 
 	cfg.Log.WithError(err).Error("the trainer port failed: ending the term and resigning the master lock so that a standby serves")
 	srv.Close()
 	resign(cfg, lead)
-	return fmt.Errorf("leader: trainer port: %w", err)
+	return errors.Wrap(err, "leader: trainer port")
 }
 
 // newPort returns the trainer port of a term, serving svc.
@@ -228,7 +231,7 @@ func publish(ctx context.Context, cfg Config, lead *election.Leadership, addr st
 		Then(clientv3.OpPut(discovery.AddrKey(cfg.Namespace), addr, clientv3.WithLease(lead.Session.Lease()))).
 		Commit()
 	if err != nil {
-		return fmt.Errorf("leader: publish address: %w", err)
+		return errors.Wrap(err, "leader: publish address")
 	}
 	if !resp.Succeeded {
 		return master.ErrLeadershipLost

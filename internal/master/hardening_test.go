@@ -265,11 +265,11 @@ func (s *hangingStore) Load(ctx context.Context) (*master.Snapshot, error) {
 	return s.Store.Load(ctx)
 }
 
-func (s *hangingStore) Commit(ctx context.Context, ch taskqueue.Change) error {
+func (s *hangingStore) Commit(ctx context.Context, round int, ch taskqueue.Change) error {
 	if s.failing.Load() {
 		return context.DeadlineExceeded
 	}
-	return s.Store.Commit(ctx, ch)
+	return s.Store.Commit(ctx, round, ch)
 }
 
 // TestReloadHasADeadline: after a failed commit the state is reloaded

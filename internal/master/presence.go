@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/wire"
@@ -118,43 +119,36 @@ func (s *datasetService) stopGraces() {
 
 // lose releases the tasks of trainer, whose grace ran out.
 func (s *datasetService) lose(trainer string) {
-	o, ok := s.loseChange(trainer)
-	if !ok {
-		return
-	}
-	if err := s.complete(o); err != nil {
+	_, err := durable(s, func() (struct{}, effect, error) { return s.release(trainer) })
+	if err != nil && !errors.Is(err, errUnchanged) {
 		s.cfg.Log.WithError(err).WithField("trainer", trainer).Error("cannot commit the release of a lost trainer's tasks; they wait for their timeouts")
 	}
 }
 
-func (s *datasetService) loseChange(trainer string) (op, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// release is lose's operation: errUnchanged when the trainer came back,
+// the term ended or it holds nothing. Called with s.mu held.
+func (s *datasetService) release(trainer string) (struct{}, effect, error) {
 	g, ok := s.pres.gone[trainer]
 	if !ok {
-		return op{}, false // it came back, or the term ended
+		return struct{}{}, effect{}, errUnchanged
 	}
 	delete(s.pres.gone, trainer)
 	if err := s.readyWithDataset(context.Background()); err != nil {
-		return op{}, false
+		return struct{}{}, effect{}, errUnchanged
 	}
 	released, ch := s.q.Release(trainer)
 	if len(released) == 0 {
-		return op{}, false
+		return struct{}{}, effect{}, errUnchanged
 	}
 	now := s.cfg.Clock.Now()
 	fields := logrus.Fields{"trainer": trainer, "tasks": released, "pass": s.q.Pass(),
 		"away": now.Sub(g.since).Round(time.Millisecond), "grace": g.grace}
-	events := make([]TaskEvent, 0, len(ch.Records))
+	events := make([]event, 0, len(ch.Records)+1)
+	events = append(events, logLine(logrus.WarnLevel, fields, "trainer lost: no connection for its grace (-trainer-grace, twice that after a failover); its tasks are back at the front of todo"))
 	for _, r := range ch.Records {
-		ev := s.event(r, now)
+		ev := s.taskEvent(r, now)
 		ev.Timeouts, ev.Reason = r.Timeouts, r.Error
-		events = append(events, ev)
+		events = append(events, event{tell: notice{kind: tellRetried, trainer: trainer, task: ev, cause: CauseLost}})
 	}
-	return s.queue(ch, func() {
-		s.cfg.Log.WithFields(fields).Warn("trainer lost: no connection for its grace (-trainer-grace, twice that after a failover); its tasks are back at the front of todo")
-		for _, ev := range events {
-			s.cfg.Observer.Retried(trainer, ev, CauseLost)
-		}
-	}), true
+	return struct{}{}, effect{change: ch, events: events}, nil
 }

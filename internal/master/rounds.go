@@ -2,13 +2,11 @@ package master
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/wire"
-	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // Rounds. A dataset runs its passes, then waits: StartRound runs them again
@@ -22,38 +20,30 @@ import (
 // and returns the round now current: asking for a round that already
 // started changes nothing, so that every evaluator may ask.
 func (s *datasetService) StartRound(ctx context.Context, round int) (int, error) {
-	o, cur, err := s.startRound(ctx, round)
-	if err != nil {
-		return 0, err
-	}
-	if err := s.complete(o); err != nil {
-		return 0, err
-	}
-	return cur, nil
+	return durable(s, func() (int, effect, error) { return s.startRound(ctx, round) })
 }
 
-func (s *datasetService) startRound(ctx context.Context, round int) (op, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// startRound is StartRound's operation. Called with s.mu held.
+func (s *datasetService) startRound(ctx context.Context, round int) (int, effect, error) {
 	if err := s.readyWithDataset(ctx); err != nil {
-		return op{}, 0, err
+		return 0, effect{}, err
 	}
 	switch {
 	case round <= s.round:
-		return s.queue(taskqueue.Change{}), s.round, nil
+		return s.round, effect{}, nil
 	case round > s.round+1:
-		return op{}, 0, errors.Errorf("master: dataset %q is at round %d: round %d cannot start before round %d", s.name, s.round, round, s.round+1)
+		return 0, effect{}, errors.Errorf("master: dataset %q is at round %d: round %d cannot start before round %d", s.name, s.round, round, s.round+1)
 	case !s.q.AllDone():
-		return op{}, 0, fmt.Errorf("%w: dataset %q is at pass %d of round %d (passes %d to %d); round %d starts once it is over",
-			errRoundRunning, s.name, s.q.Pass(), s.round, s.q.Passes()-s.passesPerRound(s.ds), s.q.Passes()-1, round)
+		return 0, effect{}, wire.WithKind(errRoundRunning, errors.Errorf("dataset %q is at pass %d of round %d (passes %d to %d); round %d starts once it is over",
+			s.name, s.q.Pass(), s.round, s.q.Passes()-s.passesPerRound(s.ds), s.q.Passes()-1, round))
 	}
 	ch, err := s.q.AddPasses(s.passesPerRound(s.ds))
 	if err != nil {
-		return op{}, 0, err
+		return 0, effect{}, err
 	}
 	s.round = round
 	fields := logrus.Fields{"round": round, "pass": s.q.Pass(), "passes": s.q.Passes()}
-	return s.queue(ch, func() { s.cfg.Log.WithFields(fields).Infof("round %d started", round) }), round, nil
+	return round, effect{change: ch, events: []event{logLine(logrus.InfoLevel, fields, "round %d started", round)}}, nil
 }
 
 // errRoundRunning carries wire.TextRoundRunning.

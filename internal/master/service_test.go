@@ -167,7 +167,7 @@ type failingStore struct {
 	err  error // what a failing commit returns; default "etcd unavailable"
 }
 
-func (f *failingStore) Commit(ctx context.Context, ch taskqueue.Change) error {
+func (f *failingStore) Commit(ctx context.Context, round int, ch taskqueue.Change) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail {
@@ -176,7 +176,7 @@ func (f *failingStore) Commit(ctx context.Context, ch taskqueue.Change) error {
 		}
 		return errors.New("etcd unavailable")
 	}
-	return f.MemoryStore.Commit(ctx, ch)
+	return f.MemoryStore.Commit(ctx, round, ch)
 }
 
 func (f *failingStore) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
@@ -243,7 +243,8 @@ func TestLostLeadershipStopsTheService(t *testing.T) {
 	pattern := writeDataset(t, t.TempDir(), 1, 2)
 	store := &failingStore{MemoryStore: NewMemoryStore()}
 	lost := make(chan error, 1)
-	s, _ := newService(t, Config{ChunksPerTask: 1, Store: store, Lost: func(err error) { lost <- err }})
+	s, _ := newService(t, Config{ChunksPerTask: 1, Store: store})
+	go func() { lost <- s.Run(context.Background()) }()
 	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestLostLeadershipStopsTheService(t *testing.T) {
 		t.Fatalf("finish after losing the lock: %v", err)
 	}
 	if err := <-lost; !errors.Is(err, ErrLeadershipLost) {
-		t.Fatalf("Lost called with %v", err)
+		t.Fatalf("Run returned %v", err)
 	}
 	store.fail = false // even with the store writable again, the service stays stopped
 	if _, err := s.GetTask(ctx, wire.Task{}); !wire.Is(err, wire.TextNotServing) {

@@ -2,10 +2,11 @@ package master
 
 import (
 	"context"
-	"errors"
 	"iter"
 	"slices"
 	"sync"
+
+	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
@@ -38,8 +39,9 @@ type Store interface {
 	SaveDataset(ctx context.Context, ds *dataset.Dataset) error
 	// Commit records a change of the queues: one operation's, or several
 	// merged (taskqueue.Change.Merge) of at most Config.GroupRecords
-	// entries, unless one operation alone changed more.
-	Commit(ctx context.Context, ch taskqueue.Change) error
+	// entries, unless one operation alone changed more; and the round the
+	// dataset is at once it is made, kept with the pass.
+	Commit(ctx context.Context, round int, ch taskqueue.Change) error
 	// Load returns what was saved and committed.
 	Load(ctx context.Context) (*Snapshot, error)
 }
@@ -47,7 +49,7 @@ type Store interface {
 // MemoryStore is a Store in memory, for a master without persistence and
 // for tests.
 type MemoryStore struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	ds      *dataset.Dataset
 	pass    int
 	round   int
@@ -67,10 +69,10 @@ func (m *MemoryStore) SaveDataset(_ context.Context, ds *dataset.Dataset) error 
 }
 
 // Commit implements Store.
-func (m *MemoryStore) Commit(_ context.Context, ch taskqueue.Change) error {
+func (m *MemoryStore) Commit(_ context.Context, round int, ch taskqueue.Change) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.pass, m.round = ch.Pass, ch.Round
+	m.pass, m.round = ch.Pass, round
 	for _, r := range ch.Records {
 		m.records[r.Index] = r
 	}
@@ -87,6 +89,13 @@ func (m *MemoryStore) Load(context.Context) (*Snapshot, error) {
 		records = append(records, r)
 	}
 	return &Snapshot{Dataset: m.ds, Pass: m.pass, Round: m.round, Entries: taskqueue.Stored(records)}, nil
+}
+
+// holdsDataset reports whether a dataset was saved.
+func (m *MemoryStore) holdsDataset() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ds != nil
 }
 
 // Commits returns how many changes were committed.
@@ -108,7 +117,7 @@ type Catalog interface {
 
 // MemoryCatalog is a Catalog of MemoryStores.
 type MemoryCatalog struct {
-	mu     sync.Mutex
+	mu     sync.Mutex // guards stores
 	stores map[string]*MemoryStore
 }
 
@@ -144,12 +153,31 @@ func (c *MemoryCatalog) Names(context.Context) ([]string, error) {
 	defer c.mu.Unlock()
 	var names []string
 	for name, st := range c.stores {
-		st.mu.Lock()
-		if st.ds != nil {
+		if st.holdsDataset() {
 			names = append(names, name)
 		}
-		st.mu.Unlock()
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// storeCatalog is the Catalog of a Service configured with a Store only.
+type storeCatalog struct {
+	train  Store
+	others *MemoryCatalog
+}
+
+func (c storeCatalog) Store(ctx context.Context, name string) (Store, error) {
+	if name == wire.DefaultDataset {
+		return c.train, nil
+	}
+	return c.others.Store(ctx, name)
+}
+
+func (c storeCatalog) Names(ctx context.Context) ([]string, error) {
+	names, err := c.others.Names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(names, wire.DefaultDataset), nil
 }

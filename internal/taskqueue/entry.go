@@ -73,10 +73,6 @@ type Change struct {
 	Pass        int      // the pass after the change; Passes once all are done
 	PassChanged bool     // the operation ended a pass
 	Records     []Record // new entries of the tasks it touched
-	// Round is the dataset's round, stored with the pass: the queues know
-	// no rounds (their Config.Passes counts the passes of every round so
-	// far), the master sets it on every change it commits.
-	Round int
 }
 
 // Empty reports whether the change changed nothing.
@@ -86,7 +82,7 @@ func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 // committing both in order: a task touched by both keeps its later entry,
 // in the place of its first. It returns the merged change.
 func (c Change) Merge(later Change) Change {
-	c.Pass, c.Round = later.Pass, later.Round
+	c.Pass = later.Pass
 	c.PassChanged = c.PassChanged || later.PassChanged
 	for _, r := range later.Records {
 		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {

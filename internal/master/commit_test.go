@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,12 +23,12 @@ func newGateStore() *gateStore {
 	return &gateStore{MemoryStore: NewMemoryStore(), entered: make(chan taskqueue.Change), release: make(chan error)}
 }
 
-func (g *gateStore) Commit(ctx context.Context, ch taskqueue.Change) error {
+func (g *gateStore) Commit(ctx context.Context, round int, ch taskqueue.Change) error {
 	g.entered <- ch
 	if err := <-g.release; err != nil {
 		return err
 	}
-	return g.MemoryStore.Commit(ctx, ch)
+	return g.MemoryStore.Commit(ctx, round, ch)
 }
 
 type result struct {
@@ -190,5 +191,31 @@ func TestStatusShowsOnlyDurableChanges(t *testing.T) {
 		if got.err != nil || got.task.Index != 1 || r.err != nil {
 			t.Fatalf("status %+v (pending in .task.Index) and dispatch %+v after a commit", got, r)
 		}
+	}
+}
+
+// TestEventsWaitForTheirCommit: what an operation tells the Observer is
+// told once its change is durable, not when it was made.
+func TestEventsWaitForTheirCommit(t *testing.T) {
+	obs := &recordingObserver{}
+	store := newGateStore()
+	s, _ := newService(t, Config{ChunksPerTask: 1, Store: store, Observer: obs})
+	if err := s.ReportDataset(ctx, []string{writeDataset(t, t.TempDir(), 1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	out := getTasks(s, 1)
+	<-store.entered
+	assertNoReply(t, out)
+	if got := obs.take(); len(got) != 1 || got[0] != "called unnamed" {
+		t.Fatalf("told %q before the dispatch was committed", got)
+	}
+	store.release <- nil
+	r := <-out
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	want := fmt.Sprintf("dispatched %d pass 0 epoch 1 records 3 to unnamed", r.task.Index)
+	if got := obs.take(); len(got) != 1 || got[0] != want {
+		t.Fatalf("told %q once committed, want %q", got, want)
 	}
 }
