@@ -185,7 +185,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed, MaxDatasets: o.maxDatasets}
 	if o.datasetsFile != "" {
 		if scfg.Datasets, err = readDatasets(o.datasetsFile); err != nil {
-			return fmt.Errorf("-datasets: %w", err)
+			return errors.WithMessage(err, "-datasets")
 		}
 	}
 	if err := scfg.Validate(); err != nil {
@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	o.logDataset(log)
 	door, err := openDoor(&o)
 	if err != nil {
-		return fmt.Errorf("-http-addr: %w", err)
+		return errors.WithMessage(err, "-http-addr")
 	}
 	door.serve(ctx, &o, port, log)
 	scfg.Observer = door.mon
@@ -220,7 +220,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	candidate := discovery.ThisProcess(door.addr)
 	return leader.Run(ctx, leader.Config{
 		Client: cli, Namespace: o.namespace, TTL: o.ttl, Addr: o.addr, Advertise: o.advertise,
-		Service: scfg, Log: log, Server: port, Candidate: &candidate, Term: door.mon.Leading,
+		Service: scfg, Log: log, Server: port, Candidate: &candidate,
+		Term: func(ctx context.Context, svc *master.Service) { door.mon.Follow(ctx, svc) },
 	})
 }
 

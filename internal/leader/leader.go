@@ -58,9 +58,11 @@ type Config struct {
 	// Candidate is what this process writes in its lock key (who it is,
 	// where its status page is); default discovery.ThisProcess("").
 	Candidate *discovery.Candidate
-	// Term, if set, is called with the term's service once it serves, and
-	// with nil when the term ends (for the status page and metrics).
-	Term func(*master.Service)
+	// Term, if set, is run in a goroutine of its own once a term serves,
+	// with the term's context and service (for the status page and the
+	// metrics): it returns once that context ends, and the term waits for
+	// it before it ends.
+	Term func(ctx context.Context, svc *master.Service)
 }
 
 // ErrRefused wraps errors that no new term can fix, such as a stored state
@@ -153,8 +155,15 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	defer srv.Close()
 	cfg.Log.WithFields(logrus.Fields{"addr": addr, "key": lead.Key, "rev": lead.Rev}).Info("leading: serving trainers")
 	if cfg.Term != nil {
-		cfg.Term(svc)
-		defer cfg.Term(nil)
+		termDone := make(chan struct{})
+		go func() {
+			defer close(termDone)
+			cfg.Term(leading, svc)
+		}()
+		defer func() {
+			stop()
+			<-termDone
+		}()
 	}
 	if cfg.Serving != nil {
 		cfg.Serving(addr)

@@ -252,15 +252,19 @@ func TestRefusesWhatNoTermFixes(t *testing.T) {
 }
 
 // TestTermsAndCandidates: the lock key carries the candidate's
-// description; Term hears of the service when the term starts serving and
-// of nil once it ends, before the standby takes over.
+// description; Term runs with the service when the term starts serving
+// and returns once the term's context ends.
 func TestTermsAndCandidates(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	terms := make(chan *master.Service, 4)
 	me := discovery.Candidate{Host: "host-a", PID: 7, HTTP: "127.0.0.1:9090"}
-	firstServing, stopFirst := runWith(t, Config{Client: cli, Log: log, Candidate: &me, Term: func(s *master.Service) { terms <- s }})
+	firstServing, stopFirst := runWith(t, Config{Client: cli, Log: log, Candidate: &me, Term: func(ctx context.Context, s *master.Service) {
+		terms <- s
+		<-ctx.Done()
+		terms <- nil
+	}})
 	await(t, firstServing, 10*time.Second)
 	if svc := <-terms; svc == nil {
 		t.Fatal("Term told nil at the start of a term")
@@ -273,7 +277,7 @@ func TestTermsAndCandidates(t *testing.T) {
 	}
 	stopFirst()
 	if svc := <-terms; svc != nil {
-		t.Fatal("Term not told nil at the end of the term")
+		t.Fatal("Term did not return at the end of the term")
 	}
 	await(t, secondServing, 2*time.Second)
 }

@@ -21,6 +21,7 @@ package monitor
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -138,14 +139,12 @@ func (m *Monitor) Lead(jobs JobSource) {
 	}
 }
 
-// Leading is Lead for leader.Config.Term, which hands over the term's
-// service, and nil when the term ends.
-func (m *Monitor) Leading(svc *master.Service) {
-	if svc == nil {
-		m.Lead(nil) // not a nil *master.Service in a non-nil JobSource
-		return
-	}
-	m.Lead(svc)
+// Follow leads with jobs until ctx, the term's context, ends, then stands
+// by: leader.Config.Term's shape.
+func (m *Monitor) Follow(ctx context.Context, jobs JobSource) {
+	m.Lead(jobs)
+	<-ctx.Done()
+	m.Lead(nil)
 }
 
 // source returns the leading service, nil on a standby.

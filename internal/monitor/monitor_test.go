@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -120,7 +121,7 @@ func TestTrainerFigures(t *testing.T) {
 func TestStalled(t *testing.T) {
 	m, c := newMonitor(Config{StallAfter: 10 * time.Second})
 	svc := jobService(t)
-	m.Leading(svc)
+	m.Lead(svc)
 	t0 := c.Now()
 	m.Dispatched("slow", ev(0, 0, 10, t0))
 	m.Dispatched("quick", ev(1, 0, 10, t0))
@@ -147,7 +148,7 @@ func TestStalled(t *testing.T) {
 	if first := m.Status().Trainers[0]; first.Name != "slow" {
 		t.Errorf("the stalled trainer is not listed first: %+v", m.Status().Trainers)
 	}
-	m.Leading(nil)
+	m.Lead(nil)
 	if got := stalled(); got["slow"] {
 		t.Errorf("stalled shown on a standby: %v", got)
 	}
@@ -189,7 +190,7 @@ func TestRateAndETA(t *testing.T) {
 	m, c := newMonitor(Config{})
 	svc := jobService(t) // 4 tasks of 3 records, 2 passes
 	c.advance(5 * time.Minute)
-	m.Leading(svc)
+	m.Lead(svc)
 	if st := m.Status(); st.Job == nil || st.Job.PassETASeconds != nil || st.Job.Records != 12 || st.Job.Tasks != 4 {
 		t.Fatalf("before any finish: %+v", st.Job)
 	}
@@ -237,7 +238,7 @@ trainmaster_leader 0
 	if err := testutil.CollectAndCompare(col, strings.NewReader(standby), "trainmaster_leader", "trainmaster_tasks"); err != nil {
 		t.Error(err)
 	}
-	m.Leading(jobService(t))
+	m.Lead(jobService(t))
 	m.Dispatched("a", ev(0, 0, 3, c.Now()))
 	m.Finished("a", ev(0, 0, 3, c.Now()))
 	m.Retried("", master.TaskEvent{Index: 1, Discarded: true, At: c.Now()}, master.CauseTimedOut)
@@ -328,7 +329,7 @@ func twoDatasets(t *testing.T, m *Monitor, c *clock) *master.Service {
 func TestDatasets(t *testing.T) {
 	m, c := newMonitor(Config{})
 	svc := twoDatasets(t, m, c)
-	m.Leading(svc)
+	m.Lead(svc)
 	ctx := context.Background()
 	train, err := svc.GetTask(ctx, wire.Task{Trainer: "a"})
 	if err != nil {
@@ -490,7 +491,7 @@ trainmaster_dataset_pass_records_done{dataset="train"} 3
 	}
 
 	// A standby shows no dataset.
-	m.Leading(nil)
+	m.Lead(nil)
 	if st := m.Status(); st.Job != nil || st.Datasets != nil {
 		t.Errorf("standby: job %+v, datasets %+v", st.Job, st.Datasets)
 	}
@@ -534,5 +535,30 @@ func TestLeadAnySource(t *testing.T) {
 	m.Lead(nil)
 	if st := m.Status(); st.Leading || st.Job != nil {
 		t.Errorf("standby: %+v", st)
+	}
+}
+
+// TestFollowLeadsForTheTerm: Follow leads with the term's source until the
+// term's context ends, then stands by, and only then returns.
+func TestFollowLeadsForTheTerm(t *testing.T) {
+	m, _ := newMonitor(Config{})
+	ctx, end := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		m.Follow(ctx, jobSource{{Name: wire.DefaultDataset, Tasks: 1, Passes: 1, Todo: 1}})
+	}()
+	for !m.Status().Leading {
+		runtime.Gosched()
+	}
+	select {
+	case <-returned:
+		t.Fatal("Follow returned while the term's context lives")
+	default:
+	}
+	end()
+	<-returned
+	if st := m.Status(); st.Leading || st.Job != nil {
+		t.Errorf("after the term: %+v", st)
 	}
 }

@@ -121,7 +121,7 @@ func TestProbesAndToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	mon.Leading(svc)
+	mon.Lead(svc)
 	if code, body := fetch(t, c, base+"/readyz", ""); code != 200 || body != "leading\n" {
 		t.Errorf("readyz of a leader: %d %q", code, body)
 	}
@@ -208,7 +208,7 @@ func TestDatasetsThroughTheDoor(t *testing.T) {
 	if err := svc.DeclareDataset(ctx, wire.Dataset{Name: "eval", Records: 25, RecordsPerTask: 10}); err != nil {
 		t.Fatal(err)
 	}
-	mon.Leading(svc)
+	mon.Lead(svc)
 	if _, err := svc.GetTask(ctx, wire.Task{Dataset: "eval", Trainer: "evaluator"}); err != nil {
 		t.Fatal(err)
 	}
