@@ -822,7 +822,7 @@ var binaries = map[string]struct {
 	sources   []string
 	envPrefix string
 }{
-	"/master":  {[]string{"cmd/master/main.go", "internal/etcdconn/etcdconn.go"}, "MASTER_"},
+	"/master":  {[]string{"cmd/master/main.go", "cmd/master/portflags.go", "internal/etcdconn/etcdconn.go"}, "MASTER_"},
 	"/trainer": {[]string{"cmd/trainer/main.go", "cmd/trainer/lock.go", "internal/etcdconn/etcdconn.go"}, "TRAINER_"},
 }
 
