@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import socketserver
 import threading
@@ -31,6 +32,9 @@ def test_a_call_follows_a_leader_frozen_by_sigstop(tmp_path, etcd, master, caplo
         c.report_dataset([pattern])
         assert c._calls.conn is not None and c._calls.conn.addr == addr  # the call below goes to the leader
         leader.p.send_signal(signal.SIGSTOP)
+        # The signal is delivered asynchronously: until the leader has
+        # stopped it could still answer the call below.
+        os.waitpid(leader.p.pid, os.WUNTRACED)
         try:
             start = time.monotonic()
             task = c.get_task()
