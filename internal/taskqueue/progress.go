@@ -118,7 +118,7 @@ func (p *progress) interval(trainer string) time.Duration { return p.reporters[t
 // reported by trainer (its name; "" or wire.Unnamed for one that sent
 // none). Only the dispatch's holder moves its position (holders.go:
 // holds): a report from another dispatch, or from any other trainer, is
-// Superseded and no sign of life of the holder's. One for a task Done is
+// Superseded, and no sign that the holder is alive. One for a task Done is
 // AlreadyDone, one within wire.MinProgressInterval of the last recorded
 // for the dispatch is TooSoon, and one that does not move forward changes
 // nothing; none of them is an error. Two reports may come close together
