@@ -24,7 +24,7 @@ import "time"
 // Progress is what Master.TaskProgress carries.
 type Progress struct {
 	Index, Epoch, Pass int    // the dispatch, as GetTask handed it out
-	Trainer            string `json:",omitempty"` // the caller's name, as in Task
+	Trainer            string `json:",omitempty"` // the caller's name, as in Task: only the dispatch's holder's reports count
 	Dataset            string `json:",omitempty"` // the task's dataset, as in Task
 	// Done is the position reached: the records of the task's order before
 	// it are trained. It is at most the task's records.

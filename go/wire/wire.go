@@ -214,7 +214,8 @@ const (
 	StalePass Report = 3
 	// Superseded: a failure or progress report from a dispatch that is no
 	// longer the task's current one (it timed out, was re-dispatched or is
-	// finished).
+	// finished), or a progress report from a trainer other than the one
+	// the current dispatch was handed to.
 	Superseded Report = 4
 	// TooSoon: a progress report less than MinProgressInterval after the
 	// last one recorded for the same dispatch; nothing changed.

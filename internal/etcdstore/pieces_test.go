@@ -52,7 +52,7 @@ func TestPiecesSurviveARestore(t *testing.T) {
 	finish(dispatch(at(0), "a"), at(10))
 	slow := dispatch(at(10), "slow")
 	finish(dispatch(at(10), "a"), at(20))
-	_, ch, err := q.Progress(slow, 0, 1, 10, at(20))
+	_, ch, err := q.Progress(slow, 0, 1, 10, "slow", at(20))
 	commit(ch, err)
 	piece := dispatch(at(27), "b")
 	if piece != 3 {
@@ -77,7 +77,7 @@ func TestPiecesSurviveARestore(t *testing.T) {
 	if p := r.Entry(piece); r.Pieces() != 1 || p.Of != slow || p.From != 26 || p.To != 100 || p.Queue != taskqueue.Pending || r.Entry(slow).To != 26 {
 		t.Fatalf("restored: %d pieces, piece %+v, task %+v", r.Pieces(), p, r.Entry(slow))
 	}
-	if rep, _, _ := r.Progress(slow, 0, 1, 24, at(31)); rep.To != 26 {
+	if rep, _, _ := r.Progress(slow, 0, 1, 24, "slow", at(31)); rep.To != 26 {
 		t.Fatalf("the straggler's report after the restore: %+v, want its end 26", rep)
 	}
 	for _, task := range []int{slow, piece} {

@@ -172,7 +172,8 @@ func (s *datasetService) TaskFailed(ctx context.Context, t wire.Task) (wire.Repo
 }
 
 // TaskProgress records how far the current dispatch of a task got
-// (wire.Progress), and answers where it is to stop.
+// (wire.Progress), as its holder reports it (taskqueue: others are
+// answered superseded), and answers where it is to stop.
 func (s *datasetService) TaskProgress(ctx context.Context, p wire.Progress) (wire.ProgressReply, error) {
 	t := wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer}
 	s.called(&t)
@@ -180,7 +181,7 @@ func (s *datasetService) TaskProgress(ctx context.Context, p wire.Progress) (wir
 		if err := s.readyWithDataset(ctx); err != nil {
 			return wire.ProgressReply{}, effect{}, err
 		}
-		reply, ch, err := s.q.Progress(p.Index, p.Pass, p.Epoch, p.Done, s.cfg.Clock.Now())
+		reply, ch, err := s.q.Progress(p.Index, p.Pass, p.Epoch, p.Done, t.Trainer, s.cfg.Clock.Now())
 		fields := logrus.Fields{"task": p.Index, "epoch": p.Epoch, "pass": p.Pass, "trainer": t.Trainer, "done": p.Done}
 		line := logLine(logrus.DebugLevel, fields, "progress report: %v", reply.Report)
 		if reply.To > 0 {

@@ -17,6 +17,9 @@
 //   - A finish report for a dispatched task of the current pass moves it to
 //     Done, whatever its epoch and queue; a report for a task already Done,
 //     or for a pass that is over, changes nothing and says so.
+//   - A task's position (Entry.Progress) moves only by the reports of its
+//     current dispatch's holder: a position never passes records that
+//     holder has not reported.
 //   - Bad reports (unknown task, negative numbers, an epoch or pass that has
 //     not happened) are errors and change nothing.
 //

@@ -23,9 +23,15 @@ import (
 //     otherwise take it back).
 //   - A lost trainer's tasks go back to the front of Todo at once
 //     (Release), without counting as timeouts.
+//   - Progress: only the holder of a task's current dispatch moves its
+//     position (holds), so that a position never passes records its
+//     holder has not reported, and another caller's report is no sign of
+//     the holder's life to the straggler policy.
 //
 // Only named trainers are tracked: those that send no name (wire.Unnamed)
-// cannot be told apart: they hold nothing, and are kept from no task.
+// cannot be told apart: they hold nothing, and are kept from no task. A
+// dispatch handed to one takes progress from any caller that sends no
+// name, and from no named one.
 //
 // Memory (holders below): an entry per pending task, one per trainer
 // holding tasks, one per task sent back by a timeout and not yet
@@ -53,6 +59,16 @@ const maxDepth = 255
 
 // tracked reports whether the queues keep what trainer holds.
 func tracked(trainer string) bool { return trainer != "" && trainer != wire.Unnamed }
+
+// holds reports whether trainer (a caller's name; "" or wire.Unnamed for
+// none) is the holder of the pending entry e's dispatch, as Entry.Trainer
+// names it: "" for a dispatch handed to an unnamed trainer.
+func holds(e Entry, trainer string) bool {
+	if !tracked(trainer) {
+		trainer = ""
+	}
+	return e.Trainer == trainer
+}
 
 // holders owns Entry.Trainer: who holds which pending task, what each
 // trainer holds, and which trainer a task that timed out is kept from.

@@ -114,8 +114,11 @@ func (p *progress) reported(trainer string, gap time.Duration, h *holders) {
 func (p *progress) interval(trainer string) time.Duration { return p.reporters[trainer] }
 
 // Progress records that the current dispatch of a task has trained the
-// records of the task's order before position done (wire.Progress). A
-// report from another dispatch is Superseded, one for a task Done is
+// records of the task's order before position done (wire.Progress),
+// reported by trainer (its name; "" or wire.Unnamed for one that sent
+// none). Only the dispatch's holder moves its position (holders.go:
+// holds): a report from another dispatch, or from any other trainer, is
+// Superseded, and no sign that the holder is alive. One for a task Done is
 // AlreadyDone, one within wire.MinProgressInterval of the last recorded
 // for the dispatch is TooSoon, and one that does not move forward changes
 // nothing; none of them is an error. Two reports may come close together
@@ -127,7 +130,7 @@ func (p *progress) interval(trainer string) time.Duration { return p.reporters[t
 // Every answer to the current dispatch carries where it is to stop, To,
 // which a split moves forward (stragglers.go): a position past To is
 // recorded as To, since the records past it are a piece's.
-func (q *Queues) Progress(task, pass, epoch, done int, now time.Time) (wire.ProgressReply, Change, error) {
+func (q *Queues) Progress(task, pass, epoch, done int, trainer string, now time.Time) (wire.ProgressReply, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {
 		return wire.ProgressReply{Report: rep}, Change{}, err
@@ -138,7 +141,7 @@ func (q *Queues) Progress(task, pass, epoch, done int, now time.Time) (wire.Prog
 	switch {
 	case e.Queue == Done:
 		return wire.ProgressReply{Report: wire.AlreadyDone}, Change{}, nil
-	case e.Queue != Pending || e.Epoch != epoch:
+	case e.Queue != Pending || e.Epoch != epoch || !holds(e, trainer):
 		return wire.ProgressReply{Report: wire.Superseded}, Change{}, nil
 	}
 	reply := wire.ProgressReply{Report: wire.Recorded, To: e.To}

@@ -33,7 +33,7 @@ func TestProgress(t *testing.T) {
 		{1, 1, 5, sec(5), 0, 5, ErrFuturePass},
 		{0, 1, 7, sec(6), wire.Recorded, 7, nil},
 	} {
-		rep, ch, err := q.Progress(task, tc.pass, tc.epoch, tc.done, tc.at)
+		rep, ch, err := q.Progress(task, tc.pass, tc.epoch, tc.done, "", tc.at)
 		if rep.Report != tc.want || !errors.Is(err, tc.wantErr) || q.Entry(task).Progress != tc.progress {
 			t.Fatalf("report %d: %v, %v, progress %d; want %v, %v, %d", i, rep, err, q.Entry(task).Progress, tc.want, tc.wantErr, tc.progress)
 		}
@@ -42,7 +42,7 @@ func TestProgress(t *testing.T) {
 		}
 	}
 	q.Expire(t0.Add(time.Minute))
-	if rep, _, _ := q.Progress(task, 0, epoch, 9, sec(70)); rep.Report != wire.Superseded {
+	if rep, _, _ := q.Progress(task, 0, epoch, 9, "", sec(70)); rep.Report != wire.Superseded {
 		t.Fatalf("progress of a timed out dispatch: %v", rep)
 	}
 	stored := []Record{{Index: task, Entry: q.Entry(task)}}
@@ -63,7 +63,7 @@ func TestProgress(t *testing.T) {
 	if again != task || r.Entry(task).Progress != 7 {
 		t.Fatalf("dispatch %d epoch %d: progress %d", again, e2, r.Entry(task).Progress)
 	}
-	if rep, _, _ := r.Progress(task, 0, e2, 8, sec(80)); rep.Report != wire.Recorded { // the first report after a restore is never too soon
+	if rep, _, _ := r.Progress(task, 0, e2, 8, "", sec(80)); rep.Report != wire.Recorded { // the first report after a restore is never too soon
 		t.Fatalf("first report after restore: %v", rep)
 	}
 	_, ch, _ := r.Finish(task, 0, e2, "", sec(81))
@@ -79,7 +79,7 @@ func TestProgress(t *testing.T) {
 func TestResumedDispatchSamplesItsRest(t *testing.T) {
 	q := newQueues(t, Config{Timeout: time.Hour, TimeoutMin: time.Second, Factor: 1, MinSamples: 1}, 2)
 	task, epoch := dispatch(t, q, t0)
-	if rep, _, err := q.Progress(task, 0, epoch, 8, t0.Add(time.Second)); rep.Report != wire.Recorded || err != nil {
+	if rep, _, err := q.Progress(task, 0, epoch, 8, "", t0.Add(time.Second)); rep.Report != wire.Recorded || err != nil {
 		t.Fatalf("progress: %v %v", rep, err)
 	}
 	if _, _, err := q.Fail(task, 0, epoch, "the trainer's disk"); err != nil {
@@ -109,7 +109,7 @@ func TestProgressKeepsTheDispatchMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep, _, _ := r.Progress(0, 0, 1, 5, t0.Add(time.Second)); rep.Report != wire.Recorded {
+	if rep, _, _ := r.Progress(0, 0, 1, 5, "a", t0.Add(time.Second)); rep.Report != wire.Recorded {
 		t.Fatalf("progress: %v", rep)
 	}
 	if _, _, err := r.Finish(0, 0, 1, "", t0.Add(2*time.Second)); err != nil {
@@ -120,7 +120,7 @@ func TestProgressKeepsTheDispatchMemory(t *testing.T) {
 	}
 	r.Dispatch(t0, "b")
 	_, epoch, _, _ := r.Dispatch(t0, "b") // depth 1
-	if rep, _, _ := r.Progress(2, 0, epoch, 5, t0.Add(time.Second)); rep.Report != wire.Recorded {
+	if rep, _, _ := r.Progress(2, 0, epoch, 5, "b", t0.Add(time.Second)); rep.Report != wire.Recorded {
 		t.Fatalf("progress: %v", rep)
 	}
 	if d := r.entries[2].depth; d != 1 {
@@ -169,5 +169,132 @@ func TestProgressApply(t *testing.T) {
 				t.Fatalf("a new pass keeps marks %v, forgets the reporters %v", p.marks, p.reporters)
 			}
 		})
+	}
+}
+
+// TestProgressOnlyFromTheHolder: a task's position moves only by the
+// reports of its current dispatch's holder, as Entry.Trainer names it (""
+// for an unnamed one, which any caller that sends no name reports for);
+// anyone else is answered superseded and moves nothing: a stranger, the
+// holder of a dispatch backed up or of the task a piece was cut from, and
+// after a restore too.
+func TestProgressOnlyFromTheHolder(t *testing.T) {
+	type report struct {
+		trainer           string
+		task, epoch, done int
+		want              wire.Report
+		progress          int // the task's position after the report
+	}
+	held := func(trainer string) func(t *testing.T) *Queues {
+		return func(t *testing.T) *Queues {
+			q := newQueues(t, Config{Timeout: time.Hour}, 2)
+			dispatchTo(t, q, t0, trainer)
+			return q
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		queues  func(t *testing.T) *Queues
+		reports []report
+	}{
+		{"named holder", held("holder"), []report{
+			{"stranger", 0, 1, 10, wire.Superseded, 0},
+			{"", 0, 1, 10, wire.Superseded, 0},
+			{wire.Unnamed, 0, 1, 10, wire.Superseded, 0},
+			{"holder", 0, 1, 3, wire.Recorded, 3},
+			{"stranger", 0, 1, 9, wire.Superseded, 3},
+		}},
+		{"unnamed holder", held(""), []report{
+			{"", 0, 1, 2, wire.Recorded, 2},
+			{wire.Unnamed, 0, 1, 4, wire.Recorded, 4},
+			{"stranger", 0, 1, 9, wire.Superseded, 4},
+		}},
+		{"restored", func(t *testing.T) *Queues {
+			q := held("holder")(t)
+			r, err := Restore(q.cfg, 2, tenRecords, 0, Stored(q.Tasks(Pending)), t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}, []report{
+			{"stranger", 0, 1, 10, wire.Superseded, 0},
+			{"holder", 0, 1, 5, wire.Recorded, 5},
+		}},
+		{"backed up", func(t *testing.T) *Queues {
+			q := stragglerQueues(t, StragglersBackup, newOrderStore())
+			if task, epoch, _, _, err := q.DispatchFor(at(27), "b", Finished{}); task != 1 || epoch != 2 || err != nil {
+				t.Fatalf("backup: task %d epoch %d %v", task, epoch, err)
+			}
+			return q
+		}, []report{
+			{"slow", 1, 1, 20, wire.Superseded, 0},
+			{"slow", 1, 2, 20, wire.Superseded, 0},
+			{"c", 1, 2, 20, wire.Superseded, 0},
+			{"b", 1, 2, 20, wire.Recorded, 20},
+		}},
+		{"split", func(t *testing.T) *Queues {
+			q := stragglerQueues(t, StragglersSplit, newOrderStore())
+			if _, _, err := q.Progress(1, 0, 1, 10, "slow", at(20)); err != nil {
+				t.Fatal(err)
+			}
+			if piece, _, _, relief, err := q.DispatchFor(at(27), "b", Finished{}); piece != 3 || relief == nil || relief.Cut != 26 || err != nil {
+				t.Fatalf("split: piece %d %+v %v", piece, relief, err)
+			}
+			return q
+		}, []report{
+			{"slow", 3, 1, 30, wire.Superseded, 26},
+			{"b", 1, 1, 20, wire.Superseded, 10},
+			{"b", 3, 1, 30, wire.Recorded, 30},
+			{"slow", 1, 1, 20, wire.Recorded, 20},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.queues(t)
+			for i, r := range tc.reports {
+				rep, ch, err := q.Progress(r.task, 0, r.epoch, r.done, r.trainer, at(30+i))
+				if err != nil || rep.Report != r.want || q.Entry(r.task).Progress != r.progress || ch.Empty() != (r.want != wire.Recorded) {
+					t.Fatalf("report %d (%q, task %d epoch %d at %d): %v %v, changed %v, position %d; want %v, position %d",
+						i, r.trainer, r.task, r.epoch, r.done, rep.Report, err, !ch.Empty(), q.Entry(r.task).Progress, r.want, r.progress)
+				}
+			}
+		})
+	}
+}
+
+// TestStrangersProgressLosesNoRecords (issue 23): a stranger reports the
+// end of a named trainer's task; the holder reports 3 and fails the task;
+// the next dispatch starts at 3, not past records nobody trained.
+func TestStrangersProgressLosesNoRecords(t *testing.T) {
+	q := newQueues(t, Config{Timeout: time.Hour}, 1)
+	task, e := dispatchTo(t, q, t0, "holder")
+	if rep, _, _ := q.Progress(task, 0, e.Epoch, 10, "stranger", at(1)); rep.Report != wire.Superseded {
+		t.Fatalf("the stranger's report: %v, want superseded", rep.Report)
+	}
+	if rep, _, _ := q.Progress(task, 0, e.Epoch, 3, "holder", at(2)); rep.Report != wire.Recorded {
+		t.Fatalf("the holder's report: %v", rep.Report)
+	}
+	if rep, _, err := q.Fail(task, 0, e.Epoch, "the trainer's disk"); rep != wire.Recorded || err != nil {
+		t.Fatalf("fail: %v %v", rep, err)
+	}
+	if again, e2 := dispatchTo(t, q, at(3), "other"); again != task || e2.Progress != 3 {
+		t.Fatalf("dispatched again: task %d from %d, want task %d from 3", again, e2.Progress, task)
+	}
+}
+
+// TestStrangersProgressIsNoSignOfLife: reports refused for a dispatch do
+// not make its silent holder look like a trainer that reports progress:
+// the straggler policy backs it up rather than wait for it or split it.
+func TestStrangersProgressIsNoSignOfLife(t *testing.T) {
+	q := stragglerQueues(t, StragglersSplit, newOrderStore())
+	for i, done := range []int{10, 15, 20} {
+		if rep, _, _ := q.Progress(1, 0, 1, done, "b", at(20+2*i)); rep.Report != wire.Superseded {
+			t.Fatalf("the stranger's report %d: %v, want superseded", i, rep.Report)
+		}
+	}
+	if q.progress.interval("slow") != 0 || q.progress.mark(1).at != 0 {
+		t.Fatalf("the holder looks alive: interval %v, mark %+v", q.progress.interval("slow"), q.progress.mark(1))
+	}
+	if _, _, _, relief, err := q.DispatchFor(at(27), "b", Finished{}); err != nil || relief == nil || relief.Kind != StragglersBackup || relief.Task != 1 {
+		t.Fatalf("relief: %+v %v, want task 1 backed up", relief, err)
 	}
 }

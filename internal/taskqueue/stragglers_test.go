@@ -62,7 +62,7 @@ func stragglerQueues(t *testing.T, policy Stragglers, store *orderStore) *Queues
 func TestSplitStraggler(t *testing.T) {
 	store := newOrderStore()
 	q := stragglerQueues(t, StragglersSplit, store)
-	rep, ch, err := q.Progress(1, 0, 1, 10, at(20)) // 1 record a second: 10 times slower
+	rep, ch, err := q.Progress(1, 0, 1, 10, "slow", at(20)) // 1 record a second: 10 times slower
 	if err != nil || rep.Report != wire.Recorded || rep.To != 0 {
 		t.Fatalf("progress: %+v %v", rep, err)
 	}
@@ -96,7 +96,7 @@ func TestSplitStraggler(t *testing.T) {
 		t.Fatalf("a second split before the holder learned the first: %v", err)
 	}
 
-	rep, ch, _ = q.Progress(1, 0, 1, 20, at(30))
+	rep, ch, _ = q.Progress(1, 0, 1, 20, "slow", at(30))
 	if rep.Report != wire.Recorded || rep.To != 26 {
 		t.Fatalf("report after the split: %+v, want its new end 26", rep)
 	}
@@ -106,7 +106,7 @@ func TestSplitStraggler(t *testing.T) {
 	if _, _, _, err := q.Dispatch(at(31), "c"); !errors.Is(err, ErrNoTask) {
 		t.Fatalf("a split past the end: %v", err)
 	}
-	rep, ch, _ = q.Progress(1, 0, 1, 30, at(41))
+	rep, ch, _ = q.Progress(1, 0, 1, 30, "slow", at(41))
 	if rep.To != 26 || q.Entry(1).Progress != 26 {
 		t.Fatalf("report past the end: %+v, progress %d; want both 26", rep, q.Entry(1).Progress)
 	}
@@ -165,7 +165,7 @@ func TestBackUpStraggler(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := stragglerQueues(t, tc.policy, newOrderStore())
 			if tc.progress {
-				if _, _, err := q.Progress(1, 0, 1, 10, at(20)); err != nil {
+				if _, _, err := q.Progress(1, 0, 1, 10, "slow", at(20)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -179,7 +179,7 @@ func TestBackUpStraggler(t *testing.T) {
 			if e := q.Entry(1); e.Trainer != "b" || q.Holding("slow") != 0 {
 				t.Fatalf("backed up entry %+v; slow holds %d", e, q.Holding("slow"))
 			}
-			if rep, _, _ := q.Progress(1, 0, 1, 20, at(30)); rep.Report != wire.Superseded {
+			if rep, _, _ := q.Progress(1, 0, 1, 20, "slow", at(30)); rep.Report != wire.Superseded {
 				t.Fatalf("the first dispatch's report: %v, want superseded", rep.Report)
 			}
 			if rep, _, _ := q.Finish(1, 0, 1, "", at(31)); rep != wire.Recorded {
@@ -260,7 +260,7 @@ func TestParseStragglers(t *testing.T) {
 // progress is not backed up before its first report: it is split after it.
 func TestReporterIsLeftToReport(t *testing.T) {
 	q := stragglerQueues(t, StragglersSplit, newOrderStore())
-	if _, _, err := q.Progress(1, 0, 1, 10, at(20)); err != nil {
+	if _, _, err := q.Progress(1, 0, 1, 10, "slow", at(20)); err != nil {
 		t.Fatal(err)
 	}
 	if rep, _, err := q.Fail(1, 0, 1, "restarted"); rep != wire.Recorded || err != nil {
@@ -272,7 +272,7 @@ func TestReporterIsLeftToReport(t *testing.T) {
 	if task, epoch, _, relief, err := q.DispatchFor(at(40), "b", Finished{}); !errors.Is(err, ErrNoTask) {
 		t.Fatalf("relief before the reporter's first report: task %d epoch %d %+v %v", task, epoch, relief, err)
 	}
-	if _, _, err := q.Progress(1, 0, 2, 15, at(45)); err != nil {
+	if _, _, err := q.Progress(1, 0, 2, 15, "slow", at(45)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, _, relief, err := q.DispatchFor(at(46), "b", Finished{}); err != nil || relief == nil || relief.Kind != StragglersSplit {
@@ -286,7 +286,7 @@ func TestReporterIsLeftToReport(t *testing.T) {
 func TestSilentReporterIsBackedUp(t *testing.T) {
 	q := stragglerQueues(t, StragglersSplit, newOrderStore())
 	for _, r := range []struct{ done, at int }{{60, 22}, {70, 24}} { // every 2 s, 5 records a second
-		if _, _, err := q.Progress(1, 0, 1, r.done, at(r.at)); err != nil {
+		if _, _, err := q.Progress(1, 0, 1, r.done, "slow", at(r.at)); err != nil {
 			t.Fatal(err)
 		}
 	}
