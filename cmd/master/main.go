@@ -36,6 +36,7 @@ import (
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/leader"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -56,6 +57,7 @@ type options struct {
 	port          portOptions // the trainer port's limits and locks
 	httpAddr      string      // the side door: metrics, probes, status page
 	httpAdvertise string
+	maxTrainers   int // the trainers the monitor tracks, but for those holding tasks
 	trainerGrace  time.Duration
 	shuffleSeed   uint64
 	version       bool
@@ -70,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.advertise, "advertise", "", "`address` published for trainers (default: -addr when it names a host, else the host name and port)")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "listen `address` of the status page, /metrics (Prometheus), /healthz and /readyz, on every master (standbys too); off when empty")
 	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`address` of the status page written in this master's lock key, for `master watch` and the other masters' pages (default: -http-addr when it names a host, else the host name and port)")
+	fs.IntVar(&o.maxTrainers, "max-trainers-shown", monitor.DefaultMaxTrainers, "most trainers the status page, /status.json and /metrics track; every trainer holding a task is tracked beyond it, the least recently seen of the others dropped first")
 	o.port.register(fs)
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of every etcd key of this job, so several jobs share one etcd")
@@ -103,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxDatasets < 1 {
 		return o, errors.Errorf("-max-datasets must be positive, not %d", o.maxDatasets)
+	}
+	if o.maxTrainers < 1 {
+		return o, errors.Errorf("-max-trainers-shown must be positive, not %d", o.maxTrainers)
 	}
 	if o.ttl < 2 {
 		return o, errors.Errorf("-ttl must be at least 2 seconds (etcd's minimum lease), not %d", o.ttl)

@@ -43,27 +43,16 @@ func (s *Service) DeclareDataset(ctx context.Context, d wire.Dataset) error {
 // the dataset finished names; both changes are committed together before
 // it replies.
 func (s *Service) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
-	d, err := s.taskDataset(ctx, &finished)
+	d, err := s.dataset(ctx, finished.Dataset, false)
 	if err != nil {
 		return wire.Task{}, err
 	}
 	return d.GetTask(ctx, finished)
 }
 
-// taskDataset returns the service of the dataset t names; a call that
-// reaches none is still told to the Observer.
-func (s *Service) taskDataset(ctx context.Context, t *wire.Task) (*datasetService, error) {
-	d, err := s.dataset(ctx, t.Dataset, false)
-	if err != nil {
-		t.Trainer = wire.TrainerName(t.Trainer)
-		s.cfg.Observer.Called(t.Trainer, s.cfg.Clock.Now())
-	}
-	return d, err
-}
-
 // reportTo routes a report of t to its dataset's report.
 func (s *Service) reportTo(ctx context.Context, t wire.Task, report func(*datasetService, context.Context, wire.Task) (wire.Report, error)) (wire.Report, error) {
-	d, err := s.taskDataset(ctx, &t)
+	d, err := s.dataset(ctx, t.Dataset, false)
 	if err != nil {
 		return 0, err
 	}

@@ -15,7 +15,8 @@ import (
 // Trainer names are what the trainer sent, passed through wire.TrainerName.
 type Observer interface {
 	// Called: a trainer made a call carrying its name (GetTask,
-	// TaskFinished, TaskFailed), at its start.
+	// TaskFinished, TaskFailed, TaskProgress), at its start, to a dataset
+	// accepted: a call that reaches no dataset is not told.
 	Called(trainer string, at time.Time)
 	// Dispatched: the task was handed to the trainer.
 	Dispatched(trainer string, t TaskEvent)

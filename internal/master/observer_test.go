@@ -124,3 +124,57 @@ func TestObserverIsToldDurableChanges(t *testing.T) {
 		t.Errorf("GetTask served %d times (want 5), %d commits, %d rejected for lost leadership (want 1)", obs.served, obs.commits, obs.lost)
 	}
 }
+
+// TestNoDatasetNoTrainer: a call that reaches no dataset (one the job does
+// not hold, or train before it is reported) tells the Observer of no
+// trainer, whatever name it carries; once train is reported, its calls
+// are told.
+func TestNoDatasetNoTrainer(t *testing.T) {
+	ctx := context.Background()
+	calls := []struct {
+		name string
+		call func(s *Service, dataset string) error
+	}{
+		{"GetTask", func(s *Service, dataset string) error {
+			_, err := s.GetTask(ctx, wire.Task{Dataset: dataset, Trainer: "flood-1"})
+			return err
+		}},
+		{"GetTask with a finish", func(s *Service, dataset string) error {
+			_, err := s.GetTask(ctx, wire.Task{Dataset: dataset, Index: 0, Epoch: 1, Trainer: "flood-2"})
+			return err
+		}},
+		{"TaskFinished", func(s *Service, dataset string) error {
+			_, err := s.TaskFinished(ctx, wire.Task{Dataset: dataset, Index: 0, Epoch: 1, Trainer: "flood-3"})
+			return err
+		}},
+		{"TaskFailed", func(s *Service, dataset string) error {
+			_, err := s.TaskFailed(ctx, wire.Task{Dataset: dataset, Index: 0, Epoch: 1, Trainer: "flood-4", Error: "x"})
+			return err
+		}},
+		{"TaskProgress", func(s *Service, dataset string) error {
+			_, err := s.TaskProgress(ctx, wire.Progress{Dataset: dataset, Index: 0, Epoch: 1, Trainer: "flood-5", Done: 1})
+			return err
+		}},
+	}
+	obs := &recordingObserver{}
+	s, _ := newService(t, Config{ChunksPerTask: 1, Observer: obs})
+	for _, dataset := range []string{"", "missing"} {
+		for _, c := range calls {
+			if err := c.call(s, dataset); !wire.Is(err, wire.TextNoDataset) {
+				t.Errorf("%s of dataset %q: %v, want %q", c.name, dataset, err, wire.TextNoDataset)
+			}
+		}
+	}
+	if got := obs.take(); len(got) != 0 {
+		t.Errorf("calls that reached no dataset were told: %q", got)
+	}
+	if err := s.ReportDataset(ctx, []string{writeDataset(t, t.TempDir(), 1, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetTask(ctx, wire.Task{Trainer: "honest"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.take(); len(got) == 0 || got[0] != "called honest" {
+		t.Errorf("a call of the reported dataset: told %q", got)
+	}
+}

@@ -26,11 +26,16 @@ func (s *datasetService) GetTask(ctx context.Context, finished wire.Task) (wire.
 }
 
 // called tells the Observer of a call from the trainer t names, replacing
-// that name by the one the master keeps, and returns the call's start.
+// that name by the one the master keeps, and returns the call's start. A
+// call is told only once the dataset is accepted: a call that reaches no
+// dataset (answered wire.ErrNoDataset) adds no trainer, so that names
+// invented for nothing cannot crowd the monitor.
 func (s *datasetService) called(t *wire.Task) time.Time {
 	now := s.cfg.Clock.Now()
 	t.Trainer = wire.TrainerName(t.Trainer)
-	s.cfg.Observer.Called(t.Trainer, now)
+	if s.accepted() {
+		s.cfg.Observer.Called(t.Trainer, now)
+	}
 	return now
 }
 

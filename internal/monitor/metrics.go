@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"math"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trainmaster/master/internal/statusapi"
@@ -118,7 +120,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	st, cn := m.status(m.cfg.MaxTrainers)
+	st, cn := m.status(math.MaxInt) // every trainer tracked: the holders may be more than MaxTrainers
 	leading := 0.0
 	if st.Leading {
 		leading = 1

@@ -12,9 +12,12 @@
 // all: the counters, the rate history, each trainer's totals and rate.
 //
 // What it promises: everything is in memory and bounded whatever trainers
-// send (at most Config.MaxTrainers trainers, least recently seen dropped
-// first, trainers silent for Config.ForgetAfter dropped; MaxEvents
-// events); nothing is written to etcd. After a failover the new leader's
+// send (at most Config.MaxTrainers trainers that hold no task, least
+// recently seen dropped first, and every trainer that holds one, never
+// dropped: there are no more of those than tasks pending; trainers silent
+// for Config.ForgetAfter dropped unless they hold a task; MaxEvents
+// events); nothing is written to etcd. Status says how many trainers
+// called lately but are not tracked for want of room. After a failover the new leader's
 // monitor starts empty and fills as trainers call it; counters count what
 // this process did, from its start, across its terms.
 package monitor
@@ -37,8 +40,10 @@ import (
 
 // Config configures a Monitor. Zero fields take the defaults.
 type Config struct {
-	Now         func() time.Time // default time.Now
-	MaxTrainers int              // default 1000
+	Now func() time.Time // default time.Now
+	// MaxTrainers bounds the trainers tracked (-max-trainers-shown), but
+	// for those holding a task, which are all tracked; default 1000.
+	MaxTrainers int
 	// ForgetAfter drops a trainer that has not called for this long and
 	// holds no task; default 10 minutes.
 	ForgetAfter time.Duration
@@ -158,7 +163,9 @@ func (m *Monitor) source() JobSource {
 func (m *Monitor) Called(name string, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.trainers.seen(name, at).timedOutSinceSeen = false
+	if t := m.trainers.seen(name, at); t != nil {
+		t.timedOutSinceSeen = false
+	}
 }
 
 // Dispatched implements master.Observer.
@@ -166,7 +173,7 @@ func (m *Monitor) Dispatched(name string, ev master.TaskEvent) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.counts.dispatches++
-	m.trainers.hold(m.trainers.seen(name, ev.At), key(ev), ev.Pass, ev.At)
+	m.trainers.hold(m.trainers.holder(name, ev.At), key(ev), ev.Pass, ev.At)
 }
 
 // Finished implements master.Observer.
@@ -184,7 +191,9 @@ func (m *Monitor) Finished(name string, ev master.TaskEvent) {
 		}
 	}
 	m.trainers.release(task)
-	m.trainers.seen(name, ev.At).finished(task.dataset, ev.Pass, ev.Records, ev.At)
+	if t := m.trainers.seen(name, ev.At); t != nil {
+		t.finished(task.dataset, ev.Pass, ev.Records, ev.At)
+	}
 }
 
 // addRate counts records finished at at to dataset's rate. Called with
@@ -221,7 +230,9 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 	switch cause {
 	case master.CauseFailed:
 		m.counts.failures++
-		m.trainers.seen(name, ev.At).failures++
+		if t := m.trainers.seen(name, ev.At); t != nil {
+			t.failures++
+		}
 	case master.CauseTimedOut:
 		m.counts.timeouts++
 		if holder != nil {
@@ -314,6 +325,7 @@ func (m *Monitor) status(shown int) (statusapi.Status, counts) {
 	}
 	all := m.trainerStatus(now, pass, running)
 	st.Trainers, st.TrainersTotal = all[:min(len(all), shown)], len(all)
+	st.TrainersUntracked = m.trainers.left.count()
 	st.Events = make([]statusapi.Event, 0, len(m.events))
 	for i := len(m.events) - 1; i >= 0; i-- {
 		st.Events = append(st.Events, m.events[i])

@@ -156,8 +156,8 @@ func TestStalled(t *testing.T) {
 
 // TestTrainersBounded: a client that invents a name per call makes the
 // monitor keep at most MaxTrainers trainers, the least recently seen
-// dropped first; silent trainers are forgotten after ForgetAfter unless
-// they hold a task.
+// dropped first but for the trainer holding a task; silent trainers are
+// forgotten after ForgetAfter unless they hold a task.
 func TestTrainersBounded(t *testing.T) {
 	m, c := newMonitor(Config{MaxTrainers: 3, ForgetAfter: time.Minute})
 	m.Dispatched("holder", ev(7, 0, 1, c.Now()))
@@ -169,9 +169,12 @@ func TestTrainersBounded(t *testing.T) {
 		t.Fatalf("%d trainers kept, %d holders, want 3 and at most 1", st.TrainersTotal, len(m.trainers.holders))
 	}
 	for _, tr := range st.Trainers {
-		if !strings.HasPrefix(tr.Name, "attacker-999") {
+		if !strings.HasPrefix(tr.Name, "attacker-999") && tr.Name != "holder" {
 			t.Errorf("kept %q, not one of the latest", tr.Name)
 		}
+	}
+	if trainerNamed(t, st, "holder").Holding != 1 {
+		t.Errorf("the holder lost its task: %+v", st.Trainers)
 	}
 	m2, c2 := newMonitor(Config{ForgetAfter: time.Minute})
 	m2.Dispatched("holder", ev(7, 0, 1, c2.Now())) // least recently seen: not in the way of the others

@@ -33,6 +33,11 @@ type Status struct {
 	// monitor.MaxShownTrainers of TrainersTotal.
 	Trainers      []TrainerStatus `json:"trainers"`
 	TrainersTotal int             `json:"trainers_total"`
+	// TrainersUntracked counts the trainers that called lately but are
+	// not tracked, for want of room (the master's -max-trainers-shown):
+	// they are in neither Trainers, TrainersTotal nor the metrics. A
+	// trainer holding a task is always tracked.
+	TrainersUntracked int `json:"trainers_untracked"`
 	// Rate is records per second in each 10-second slot of the last 30
 	// minutes, oldest first (finishes this process recorded while leading,
 	// of every dataset).

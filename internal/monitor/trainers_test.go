@@ -1,0 +1,145 @@
+package monitor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/trainmaster/master/internal/master"
+)
+
+// TestTrainersRoom: with the table full, the least recently seen trainer
+// holding nothing is dropped for a newcomer; a trainer holding a task is
+// never dropped, and a newcomer that holds nothing is left out when every
+// trainer holds one; Status counts the trainers left out until they are
+// tracked again or silent for ForgetAfter.
+func TestTrainersRoom(t *testing.T) {
+	flood := func(m *Monitor, c *clock, prefix string, n int) {
+		for i := range n {
+			m.Called(fmt.Sprintf("%s-%d", prefix, i), c.advance(time.Millisecond))
+		}
+	}
+	cases := []struct {
+		name      string
+		max       int
+		steps     func(m *Monitor, c *clock)
+		want      []string // the trainers tracked, sorted
+		untracked int
+	}{
+		{"holders survive a flood", 3, func(m *Monitor, c *clock) {
+			m.Dispatched("holder-1", ev(0, 0, 1, c.Now()))
+			m.Dispatched("holder-2", ev(1, 0, 1, c.Now()))
+			flood(m, c, "x", 10_000)
+		}, []string{"holder-1", "holder-2", "x-9999"}, 9_999},
+		{"every trainer holds: a newcomer holding nothing is left out", 2, func(m *Monitor, c *clock) {
+			m.Dispatched("a", ev(0, 0, 1, c.Now()))
+			m.Dispatched("b", ev(1, 0, 1, c.Now()))
+			m.Called("c", c.advance(time.Second))
+			m.Finished("d", ev(2, 0, 1, c.Now())) // a finish of a task nobody known held
+		}, []string{"a", "b"}, 2},
+		{"a newcomer given a task is tracked beyond the limit", 2, func(m *Monitor, c *clock) {
+			m.Dispatched("a", ev(0, 0, 1, c.Now()))
+			m.Dispatched("b", ev(1, 0, 1, c.Now()))
+			m.Called("c", c.advance(time.Second))
+			m.Dispatched("c", ev(2, 0, 1, c.Now()))
+		}, []string{"a", "b", "c"}, 0},
+		{"least recently seen first", 3, func(m *Monitor, c *clock) {
+			for _, name := range []string{"a", "b", "c", "a", "d"} { // b goes
+				m.Called(name, c.advance(time.Second))
+			}
+			m.Called("b", c.advance(time.Second)) // back, c goes: b is no longer counted
+		}, []string{"a", "b", "d"}, 1},
+		{"a holder that finished may go", 2, func(m *Monitor, c *clock) {
+			m.Dispatched("h", ev(0, 0, 1, c.Now()))
+			m.Called("x", c.advance(time.Second))
+			m.Finished("h", ev(0, 0, 1, c.advance(time.Second))) // h holds nothing, seen after x
+			m.Called("y", c.advance(time.Second))                // x goes
+			m.Called("z", c.advance(time.Second))                // h goes
+		}, []string{"y", "z"}, 2},
+		{"a timed out holder goes in the order of its last call", 2, func(m *Monitor, c *clock) {
+			m.Dispatched("h", ev(0, 0, 1, c.Now()))
+			m.Called("x", c.advance(time.Second))
+			m.Retried("", ev(0, 0, 1, c.advance(time.Minute)), master.CauseTimedOut) // h, silent since the start, holds nothing
+			m.Called("y", c.advance(time.Second))
+		}, []string{"x", "y"}, 1},
+		{"a new term: the former holders may go", 2, func(m *Monitor, c *clock) {
+			m.Dispatched("h1", ev(0, 0, 1, c.Now()))
+			m.Dispatched("h2", ev(1, 0, 1, c.advance(time.Second)))
+			m.Dispatched("h3", ev(2, 0, 1, c.advance(time.Second)))
+			m.Lead(nil)
+			m.Called("x", c.advance(time.Second)) // h1 and h2 go
+		}, []string{"h3", "x"}, 2},
+		{"the left out are forgotten after ForgetAfter", 2, func(m *Monitor, c *clock) {
+			m.Dispatched("h", ev(0, 0, 1, c.Now()))
+			flood(m, c, "x", 100)
+			c.advance(DefaultForgetAfter + time.Millisecond) // the last of them called longer than ForgetAfter ago
+			m.Called("y", c.Now())
+		}, []string{"h", "y"}, 0},
+		{"left out beyond the names remembered", 2, func(m *Monitor, c *clock) {
+			flood(m, c, "x", 10)
+			m.Called("x-0", c.advance(time.Second)) // no longer remembered: counted twice
+		}, []string{"x-0", "x-9"}, 9},
+		{"a trainer left out is counted until ForgetAfter after its last call", 3, func(m *Monitor, c *clock) {
+			flood(m, c, "x", 5)                                // x-0 and x-1 go
+			c.advance(DefaultForgetAfter - 3*time.Millisecond) // x-0 called ForgetAfter ago and more, x-1 just ForgetAfter ago
+		}, []string{"x-2", "x-3", "x-4"}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, c := newMonitor(Config{MaxTrainers: tc.max})
+			m.Lead(jobService(t))
+			tc.steps(m, c)
+			st := m.Status()
+			var got []string
+			for _, tr := range st.Trainers {
+				got = append(got, tr.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) || st.TrainersTotal != len(tc.want) || st.TrainersUntracked != tc.untracked {
+				t.Errorf("tracked %q (total %d), %d untracked; want %q, %d untracked", got, st.TrainersTotal, st.TrainersUntracked, tc.want, tc.untracked)
+			}
+		})
+	}
+}
+
+// TestHoldersInMetrics: every trainer holding a task has its series in the
+// metrics, even beyond MaxTrainers, and is shown stalled once silent; the
+// series of a trainer dropped vanish.
+func TestHoldersInMetrics(t *testing.T) {
+	m, c := newMonitor(Config{MaxTrainers: 2, StallAfter: time.Second})
+	m.Lead(jobService(t))
+	m.Called("gone", c.Now())
+	for i := range 3 {
+		m.Dispatched(fmt.Sprintf("h%d", i), ev(i, 0, 3, c.Now()))
+	}
+	for i := range 1000 {
+		m.Called(fmt.Sprintf("x-%d", i), c.advance(time.Millisecond))
+	}
+	c.advance(2 * time.Second)
+	want := `
+# HELP trainmaster_trainer_holding_tasks Tasks the trainer holds now.
+# TYPE trainmaster_trainer_holding_tasks gauge
+trainmaster_trainer_holding_tasks{trainer="h0"} 1
+trainmaster_trainer_holding_tasks{trainer="h1"} 1
+trainmaster_trainer_holding_tasks{trainer="h2"} 1
+# HELP trainmaster_trainer_stalled 1 when the trainer is silent for longer than a task takes, or a task it held timed out since.
+# TYPE trainmaster_trainer_stalled gauge
+trainmaster_trainer_stalled{trainer="h0"} 1
+trainmaster_trainer_stalled{trainer="h1"} 1
+trainmaster_trainer_stalled{trainer="h2"} 1
+# HELP trainmaster_trainers Trainers this master tracks (seen lately or holding a task).
+# TYPE trainmaster_trainers gauge
+trainmaster_trainers 3
+`
+	if err := testutil.CollectAndCompare(m.Collector(), strings.NewReader(want),
+		"trainmaster_trainer_holding_tasks", "trainmaster_trainer_stalled", "trainmaster_trainers"); err != nil {
+		t.Error(err)
+	}
+	if st := m.Status(); st.TrainersUntracked != 1001 {
+		t.Errorf("%d trainers untracked, want 1001", st.TrainersUntracked)
+	}
+}
