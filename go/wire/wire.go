@@ -256,8 +256,10 @@ const (
 	TextNotServing = "master is not serving"
 	// TextUnauthorized: the master requires a token and this connection has
 	// not presented the right one with Authenticate (or presented a wrong
-	// one). The master closes the connection after answering. Retrying with
-	// the same token cannot succeed: a client should give up and say so.
+	// one), or, over a connection with a client certificate, the call named
+	// a trainer the certificate does not bind (doc/protocol.md). The master
+	// closes the connection after answering. Retrying with the same token
+	// or certificate cannot succeed: a client should give up and say so.
 	TextUnauthorized = "not authenticated"
 )
 
