@@ -194,7 +194,7 @@ type Status struct {
 	Datasets        []string `json:",omitempty"`
 	DatasetReported bool
 	Pass, Passes    int  // the current pass, from 0; Pass == Passes once all are done
-	AllDone         bool // every pass is over
+	AllDone         bool // every pass is over: the queues below are all 0, RecordsDone too
 	Tasks           int  // tasks per pass
 	Todo, Pending   int  // tasks in each queue in the current pass
 	Done, Failed    int
