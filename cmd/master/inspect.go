@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,10 +38,16 @@ type queueInspection struct {
 	Dataset *datasetSummary `json:"dataset,omitempty"` // nil: no dataset reported yet
 	Pass    int             `json:"pass"`
 	Round   int             `json:"round,omitempty"`
-	Counts  map[string]int  `json:"counts"`           // tasks and pieces
-	Pieces  int             `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
-	Pending []taskSummary   `json:"pending"`
-	Failed  []taskSummary   `json:"failed"`
+	// Passes are the dataset's passes up to the end of its round, when
+	// known: its own passes a round, or else inspect's -passes (the
+	// master's); 0: unknown. AllDone: every one is over (Pass == Passes),
+	// and the queues are empty.
+	Passes  int            `json:"passes,omitempty"`
+	AllDone bool           `json:"all_done,omitempty"`
+	Counts  map[string]int `json:"counts"`           // tasks and pieces
+	Pieces  int            `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
+	Pending []taskSummary  `json:"pending"`
+	Failed  []taskSummary  `json:"failed"`
 	// FailedLastPass lists the tasks discarded in the pass before, which
 	// the current one gave another chance (or, after the last pass, the
 	// tasks the job never trained on).
@@ -94,6 +101,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	namespace := fs.String("namespace", "", "`prefix` of the job's etcd keys")
 	dataDir := fs.String("data-dir", "./master-data", "`directory` of an embedded etcd, whose endpoint file is used when -endpoints is not given")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	passes := fs.Int("passes", 0, "the master's -passes (also MASTER_PASSES), to tell whether a dataset without passes of its own has done them all; 0: unknown")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -134,7 +142,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			in.Datasets = append(in.Datasets, queueInspection{Name: name, Counts: map[string]int{}})
 			q = &in.Datasets[len(in.Datasets)-1]
 		}
-		if err := q.load(ctx, catalog, name); err != nil {
+		if err := q.load(ctx, catalog, name, *passes); err != nil {
 			return err
 		}
 	}
@@ -147,8 +155,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// load reads the state of the dataset called name.
-func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, name string) error {
+// load reads the state of the dataset called name; masterPasses is the
+// master's -passes, 0 if unknown.
+func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, name string, masterPasses int) error {
 	st, err := catalog.Store(ctx, name)
 	if err != nil {
 		return err
@@ -162,14 +171,21 @@ func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, 
 		Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed,
 		RecordsPerTask: ds.RecordsPerTask, Passes: ds.Passes}
 	q.Round = snap.Round
+	if perRound := cmp.Or(ds.Passes, masterPasses); perRound > 0 {
+		q.Passes = perRound * (snap.Round + 1)
+	}
 	return q.summarise(snap.Pass, ds.NumTasks(), snap.Entries)
 }
 
 // summarise counts the queues of the current pass and lists pending and
-// failed tasks; a task without an entry of this pass is in Todo.
+// failed tasks; a task without an entry of this pass is in Todo, unless
+// every pass is done (in.Passes known and reached): then there is none.
 func (in *queueInspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Record, error]) error {
 	in.Pass = pass
-	in.Counts["todo"] = tasks
+	in.AllDone = in.Passes > 0 && pass >= in.Passes
+	if !in.AllDone {
+		in.Counts["todo"] = tasks
+	}
 	for r, err := range records {
 		if err != nil {
 			return err
@@ -247,7 +263,7 @@ func (in queueInspection) print(w io.Writer) {
 		order = fmt.Sprintf(", shuffle seed %d", d.ShuffleSeed)
 	}
 	if d.Passes != 0 {
-		order += fmt.Sprintf(", %d passes a round", d.Passes)
+		order += fmt.Sprintf(", %s a round", plural(d.Passes, "pass", "passes"))
 	}
 	if d.RecordsPerTask != 0 {
 		fmt.Fprintf(w, "dataset:    %q: index range of %d records, %d tasks of %d records%s\n", in.Name, d.Records, d.Tasks, d.RecordsPerTask, order)
@@ -258,13 +274,17 @@ func (in queueInspection) print(w io.Writer) {
 	if in.Round != 0 {
 		fmt.Fprintf(w, "round:      %d\n", in.Round)
 	}
-	fmt.Fprintf(w, "pass:       %d\n", in.Pass)
-	pieces := ""
-	if in.Pieces > 0 {
-		pieces = fmt.Sprintf(" (%d tasks and %d pieces cut from stragglers)", d.Tasks, in.Pieces)
+	if in.AllDone {
+		fmt.Fprintf(w, "pass:       all %s done\n", plural(in.Passes, "pass", "passes"))
+	} else {
+		fmt.Fprintf(w, "pass:       %d\n", in.Pass)
+		pieces := ""
+		if in.Pieces > 0 {
+			pieces = fmt.Sprintf(" (%d tasks and %d pieces cut from stragglers)", d.Tasks, in.Pieces)
+		}
+		fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d%s\n",
+			in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"], pieces)
 	}
-	fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d%s\n",
-		in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"], pieces)
 	for _, t := range in.Pending {
 		held := ""
 		if t.Trainer != "" {
@@ -278,4 +298,12 @@ func (in queueInspection) print(w io.Writer) {
 	for _, t := range in.FailedLastPass {
 		fmt.Fprintf(w, "failed in pass %d: %s after %d timeouts or failures: %s\n", in.Pass-1, t.name(), t.Timeouts, t.Error)
 	}
+}
+
+// plural is n and the noun for n: "1 pass", "2 passes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

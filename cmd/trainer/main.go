@@ -28,7 +28,8 @@
 // has no data, and counts in the digests as its index, 8 bytes
 // little-endian. -name is the name the
 // trainer gives the master with every call, for its per-trainer figures
-// (client.Config.Name; default "hostname-pid-xxxx"). -stall-task N makes the
+// (client.Config.Name; default "hostname-pid-xxxx", or with -tls-cert
+// "CN-pid-xxxx", CN the certificate's common name). -stall-task N makes the
 // trainer hang, until it is interrupted, on the first record of task N the
 // first time it gets it; -fail-task N makes it report task N failed the first
 // time it gets it: both demonstrate how the master recovers.
@@ -142,7 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of the job's etcd keys (with -endpoints)")
 	fs.StringVar(&dataset, "dataset", "", "comma-separated glob patterns of RecordIO files to report as the dataset")
 	fs.StringVar(&o.named, "dataset-name", "", "train the dataset of this `name` (default train); a record of an index-range dataset counts in the digest as its index, 8 bytes little-endian")
-	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid-xxxx)")
+	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid-xxxx; with -tls-cert, the certificate's common name in place of the host's, as a master with -tls-client-ca wants)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
 	fs.DurationVar(&o.progress, "progress-interval", wire.DefaultProgressInterval, "report how far this trainer got in its task this often, so that after a fault the task resumes there (negative: never)")

@@ -2,6 +2,7 @@ package client
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -61,7 +62,10 @@ type Config struct {
 	// figures, and so that it knows who holds which task (a trainer that
 	// is gone has its tasks handed out again at once). Default:
 	// "hostname-pid-xxxx", the host's name, the process's id and four hex
-	// digits drawn for this client (e.g. "gpu7-4242-9f3c"): a trainer
+	// digits drawn for this client (e.g. "gpu7-4242-9f3c"), or with a
+	// client certificate in TLS its common name in place of the host's, as
+	// a master started with -tls-client-ca wants (a name there must be the
+	// certificate's common name, or begin with it and "-" or "/"): a trainer
 	// restarted in a container, where the pid is often the same, must not
 	// take its predecessor's name, or the master would wait for that one's
 	// tasks to time out. A name given must be unique the same way. A name is
@@ -114,7 +118,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.ProgressInterval = wire.DefaultProgressInterval
 	}
 	if cfg.Name == "" {
-		cfg.Name = defaultName()
+		cfg.Name = defaultName(certificateName(cfg.TLS))
 	}
 	cfg.Name = wire.TrainerName(cfg.Name)
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
@@ -134,14 +138,35 @@ func (cfg Config) withDefaults() Config {
 }
 
 // defaultName is the name of a trainer whose Config.Name is empty:
-// "hostname-pid-xxxx" ("trainer-pid-xxxx" when the host has no name), xxxx
-// drawn at each call.
-func defaultName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "trainer"
+// "host-pid-xxxx", xxxx drawn at each call, host being the common name of
+// the client certificate, cn, or if "" the host's name, or "trainer" when
+// the host has no name.
+func defaultName(cn string) string {
+	host := cn
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil || host == "" {
+			host = "trainer"
+		}
 	}
 	return fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.Uint32()&0xffff)
+}
+
+// certificateName is the common name of the first client certificate of
+// cfg, "" when it has none or it cannot be read: the name a master started
+// with -tls-client-ca binds this trainer's name to.
+func certificateName(cfg *tls.Config) string {
+	if cfg == nil || len(cfg.Certificates) == 0 || len(cfg.Certificates[0].Certificate) == 0 {
+		return ""
+	}
+	leaf := cfg.Certificates[0].Leaf
+	if leaf == nil {
+		var err error
+		if leaf, err = x509.ParseCertificate(cfg.Certificates[0].Certificate[0]); err != nil {
+			return ""
+		}
+	}
+	return leaf.Subject.CommonName
 }
 
 func setDuration(d *time.Duration, def time.Duration) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 )
 
 var defaultNameRE = regexp.MustCompile(fmt.Sprintf(`^%s-%d-[0-9a-f]{4}$`, regexp.QuoteMeta(hostname()), os.Getpid()))
@@ -46,6 +47,26 @@ func TestConfigDefaults(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestDefaultNameOfACertificate: with a client certificate the default
+// name begins with its common name, as a master started with
+// -tls-client-ca wants; a name given is kept.
+func TestDefaultNameOfACertificate(t *testing.T) {
+	certs := etcdtest.GenerateCerts(t)
+	withCert := Config{TLS: etcdtest.ClientTLS(t, certs)}
+	want := regexp.MustCompile(fmt.Sprintf(`^%s-%d-[0-9a-f]{4}$`, regexp.QuoteMeta(etcdtest.ClientCommonName), os.Getpid()))
+	if got := withCert.withDefaults().Name; !want.MatchString(got) {
+		t.Errorf("default name with a certificate %q, want %s-pid-xxxx", got, etcdtest.ClientCommonName)
+	}
+	withCert.Name = "gpu7"
+	if got := withCert.withDefaults().Name; got != "gpu7" {
+		t.Errorf("name given %q, want gpu7", got)
+	}
+	noCert := Config{TLS: etcdtest.ClientTLSNoCert(t, certs)}
+	if got := noCert.withDefaults().Name; !defaultNameRE.MatchString(got) {
+		t.Errorf("default name without a certificate %q, want hostname-pid-xxxx", got)
 	}
 }
 

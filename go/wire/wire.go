@@ -194,7 +194,7 @@ type Status struct {
 	Datasets        []string `json:",omitempty"`
 	DatasetReported bool
 	Pass, Passes    int  // the current pass, from 0; Pass == Passes once all are done
-	AllDone         bool // every pass is over
+	AllDone         bool // every pass is over: the queues below are all 0, RecordsDone too
 	Tasks           int  // tasks per pass
 	Todo, Pending   int  // tasks in each queue in the current pass
 	Done, Failed    int
@@ -257,8 +257,10 @@ const (
 	TextNotServing = "master is not serving"
 	// TextUnauthorized: the master requires a token and this connection has
 	// not presented the right one with Authenticate (or presented a wrong
-	// one). The master closes the connection after answering. Retrying with
-	// the same token cannot succeed: a client should give up and say so.
+	// one), or, over a connection with a client certificate, the call named
+	// a trainer the certificate does not bind (doc/protocol.md). The master
+	// closes the connection after answering. Retrying with the same token
+	// or certificate cannot succeed: a client should give up and say so.
 	TextUnauthorized = "not authenticated"
 )
 

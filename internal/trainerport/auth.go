@@ -67,10 +67,11 @@ func (g *tokenGate) matches(token string) bool {
 
 // decoded decides on a call of serviceMethod whose argument body has been
 // decoded, before it reaches its receiver: Authenticate checks the token;
-// any other call passes if the connection may make it, and tells the
-// listeners of the trainer its argument names. A call refused stops the
-// connection (refuse); its error, which carries wire.TextUnauthorized, is
-// the call's answer.
+// any other call passes if the connection may make it and, under a client
+// certificate, may name the trainer its argument names (names.go), and
+// tells the listeners of that trainer. A call refused stops the connection
+// (refuse); its error, which carries wire.TextUnauthorized, is the call's
+// answer.
 func (c *trainerConn) decoded(serviceMethod string, auth bool, body any) error {
 	gate := c.sv.gate
 	if auth {
@@ -86,7 +87,11 @@ func (c *trainerConn) decoded(serviceMethod string, auth bool, body any) error {
 			serviceMethod, service, authMethod))
 	}
 	if caller, ok := body.(wire.Caller); ok {
-		c.carries(caller.CallerName())
+		name := caller.CallerName()
+		if err := c.checkName(name); err != nil {
+			return err
+		}
+		c.carries(name)
 	}
 	return nil
 }

@@ -36,6 +36,12 @@ type trainerConn struct {
 	// Owned by the connection's goroutine, which reads its requests.
 	authenticated bool
 	names         []string // trainer names its calls carried, at most MaxNamesPerConn
+
+	// Set by secure, before the first request is read: the client's
+	// verified certificate, if any, binds the trainer names its calls may
+	// carry (names.go).
+	certified  bool
+	commonName string
 }
 
 func newTrainerConn(raw net.Conn, sv *Server) *trainerConn {

@@ -35,6 +35,13 @@
 //     is closed after it. Without a token Authenticate succeeds and changes
 //     nothing. The receivers have no Authenticate method: the port answers
 //     it.
+//   - Names: over a connection whose client certificate the port verified
+//     (ServerTLS with client CAs), a call may name a trainer (a wire.Caller)
+//     only by the certificate's common name, or by it followed by "-" or
+//     "/" and anything; a call naming another is refused like a wrong token
+//     (wire.TextUnauthorized, the connection closed after it), before it
+//     reaches its receiver or carries the name. Elsewhere names are not
+//     checked.
 //   - Limits (Limits): connections, idle time, request size and calls in
 //     flight per connection are bounded; what is refused is logged, rate
 //     limited.

@@ -28,7 +28,8 @@ func ServerTLS(cert tls.Certificate, clientCAs *x509.CertPool) *tls.Config {
 }
 
 // secure runs the TLS handshake, within tlsHandshakeTimeout and until the
-// connection is stopped.
+// connection is stopped, and notes the client certificate that binds the
+// connection's trainer names.
 func (c *trainerConn) secure(cfg *tls.Config) error {
 	tc := tls.Server(c.rw, cfg)
 	ctx, cancel := context.WithTimeout(c.life, tlsHandshakeTimeout)
@@ -39,6 +40,7 @@ func (c *trainerConn) secure(cfg *tls.Config) error {
 		return errors.Wrap(err, "master: TLS handshake")
 	}
 	c.rw = tc
+	c.commonName, c.certified = boundName(tc)
 	return nil
 }
 

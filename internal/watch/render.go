@@ -62,11 +62,7 @@ func render(st statusapi.Status, width int, now time.Time) []string {
 	}
 	for _, d := range st.Datasets { // the others than train, one line each
 		if d.AllDone {
-			passes := fmt.Sprintf("%d passes", d.Passes)
-			if d.Passes == 1 {
-				passes = "1 pass"
-			}
-			add("%-8s round %d done (%s)", d.Name, d.Round+1, passes)
+			add("%-8s round %d done (%s)", d.Name, d.Round+1, passCount(d.Passes))
 		} else {
 			add("%-8s round %d, pass %d/%d %3d%%  %d/%d records, todo %d pending %d done %d failed %d", d.Name, d.Round+1,
 				d.Pass+1, d.Passes, d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
@@ -137,7 +133,7 @@ func summary(st statusapi.Status) string {
 	case j == nil:
 		parts = append(parts, "no job yet: waiting for a trainer to report the dataset")
 	case j.AllDone:
-		parts = append(parts, fmt.Sprintf("all %d passes done", j.Passes))
+		parts = append(parts, "all "+passCount(j.Passes)+" done")
 	default:
 		parts = append(parts,
 			fmt.Sprintf("pass %d/%d %d%%", j.Pass+1, j.Passes, j.Percent()),
@@ -179,6 +175,14 @@ func leaderText(st statusapi.Status) string {
 		return "unknown: " + st.MastersError
 	}
 	return "unknown"
+}
+
+// passCount is n passes in words: "1 pass", "2 passes".
+func passCount(n int) string {
+	if n == 1 {
+		return "1 pass"
+	}
+	return fmt.Sprintf("%d passes", n)
 }
 
 // progressBar is width cells, as many '#' as the share of the pass done.
