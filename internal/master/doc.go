@@ -28,5 +28,7 @@
 // (SaveDataset).
 //
 // What a client can make the master keep is bounded: a failure reason is
-// cut to wire.MaxErrorBytes before it is stored or logged.
+// cut to wire.MaxErrorBytes before it is stored or logged, and a line of
+// the log that a client can repeat without changing anything is logged
+// at most once per ratelog.Interval (events.go).
 package master

@@ -12,17 +12,34 @@ import (
 // line (none when format is empty), then an Observer call (none when tell
 // is zero). Events are built under the dataset's lock, from the state the
 // change left, and emitted outside it (durable).
+//
+// What a client's calls can log is bounded: a line a client can repeat at
+// will, the call changing nothing the second time (a report ignored, a
+// finish repeated, progress past a cut), is at debug level or limited
+// (limitedLine); every other line at info or above tells a change
+// committed to the store, and those are bounded by the work: tasks, passes
+// and retries (doc/reliability.md, "The log's growth per client").
 type event struct {
-	level  logrus.Level
-	fields logrus.Fields
-	format string
-	args   []any
-	tell   notice
+	level   logrus.Level
+	fields  logrus.Fields
+	format  string
+	args    []any
+	limited bool // at most one line of its format per ratelog.Interval
+	tell    notice
 }
 
 // logLine is an event that only logs.
 func logLine(level logrus.Level, fields logrus.Fields, format string, args ...any) event {
 	return event{level: level, fields: fields, format: format, args: args}
+}
+
+// limitedLine is a logLine a client can repeat at will: the job logs at
+// most one line of its format per ratelog.Interval, whatever the dataset
+// and the client, the next one counting those held back.
+func limitedLine(level logrus.Level, fields logrus.Fields, format string, args ...any) event {
+	ev := logLine(level, fields, format, args...)
+	ev.limited = true
+	return ev
 }
 
 // A notice is an Observer call.
@@ -47,7 +64,11 @@ const (
 // emit logs events and tells them to the Observer, in order.
 func (s *datasetService) emit(events []event) {
 	for _, ev := range events {
-		if ev.format != "" {
+		switch {
+		case ev.format == "":
+		case ev.limited:
+			s.limits.Logf(s.cfg.Log, ev.level, ev.fields, ev.format, ev.args...)
+		default:
 			s.cfg.Log.WithFields(ev.fields).Logf(ev.level, ev.format, ev.args...)
 		}
 		ev.tell.to(s.cfg.Observer)

@@ -9,6 +9,7 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/ratelog"
 )
 
 // Service is the master's state and the operations of the wire contract: it
@@ -19,8 +20,9 @@ import (
 type Service struct {
 	cfg      Config
 	declared map[string]wire.Dataset
-	reserved map[string]bool // train and the declared datasets: the job keeps room for them
-	stopped  chan struct{}   // closed by Close
+	reserved map[string]bool  // train and the declared datasets: the job keeps room for them
+	stopped  chan struct{}    // closed by Close
+	limits   *ratelog.Limiter // the lines of calls that change nothing, for every dataset (limitedLine)
 
 	createMu sync.Mutex // guards the creation of datasets: one at a time, outside mu
 	mu       sync.Mutex // guards sets, conns, closed and lostErr
@@ -43,7 +45,7 @@ func New(cfg Config) (*Service, error) {
 		reserved[name] = true
 	}
 	return &Service{cfg: cfg, declared: declared, reserved: reserved, stopped: make(chan struct{}),
-		sets: map[string]*datasetService{}, conns: map[string]int{}}, nil
+		limits: ratelog.New(ratelog.Interval, cfg.Clock.Now), sets: map[string]*datasetService{}, conns: map[string]int{}}, nil
 }
 
 // Run ties the service to a term of leadership: it returns once ctx ends,
@@ -132,7 +134,7 @@ func (s *Service) dataset(ctx context.Context, name string, create bool) (*datas
 	if decl, ok := s.declared[name]; ok {
 		declared = &decl
 	}
-	d := newDatasetService(s.cfg, name, declared, st, s.lost)
+	d := newDatasetService(s.cfg, name, declared, st, s.lost, s.limits)
 	if err := d.Restore(ctx); err != nil {
 		d.Close()
 		return nil, err

@@ -59,7 +59,7 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.
 			if task, epoch, ok := s.q.Resend(finished.Trainer, f); ok {
 				reply := s.taskReply(task, epoch)
 				fields := logrus.Fields{"task": task, "epoch": epoch, "pass": reply.Pass, "trainer": finished.Trainer, "finished": finished.Index}
-				eff.events = append(eff.events, logLine(logrus.InfoLevel, fields, "GetTask retried after its answer was lost: the same task handed again"))
+				eff.events = append(eff.events, limitedLine(logrus.InfoLevel, fields, "GetTask retried after its answer was lost: the same task handed again"))
 				return reply, eff, nil
 			}
 		}
@@ -170,7 +170,7 @@ func (s *datasetService) TaskFailed(ctx context.Context, t wire.Task) (wire.Repo
 		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
 		if err != nil || rep != wire.Recorded {
 			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer, "reason": wire.CutReason(t.Error)}
-			return rep, effect{change: ch, events: []event{logLine(logrus.InfoLevel, fields, "failure report ignored: %v", rep)}}, err
+			return rep, effect{change: ch, events: []event{limitedLine(logrus.InfoLevel, fields, "failure report ignored: %v", rep)}}, err
 		}
 		return rep, effect{change: ch, events: s.retryEvents(ch, t.Trainer, CauseFailed)}, nil
 	})
@@ -192,7 +192,7 @@ func (s *datasetService) TaskProgress(ctx context.Context, p wire.Progress) (wir
 		if reply.To > 0 {
 			fields["to"] = reply.To
 			if p.Done > reply.To {
-				line = logLine(logrus.WarnLevel, fields, "task %d trained %d records past the end it was cut to before it learned it: they are trained twice", p.Index, p.Done-reply.To)
+				line = limitedLine(logrus.WarnLevel, fields, "task %d trained %d records past the end it was cut to before it learned it: they are trained twice", p.Index, p.Done-reply.To)
 			}
 		}
 		return reply, effect{change: ch, events: []event{line}}, err

@@ -34,6 +34,7 @@ import (
 
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/internal/monitor"
+	"github.com/trainmaster/master/internal/ratelog"
 	"github.com/trainmaster/master/internal/statusapi"
 )
 
@@ -54,8 +55,9 @@ type Config struct {
 
 // Server serves the side door.
 type Server struct {
-	cfg     Config
-	handler http.Handler
+	cfg      Config
+	handler  http.Handler
+	refusals *ratelog.Limiter // the warnings of refused requests, which any client can cause
 }
 
 // mastersTimeout bounds the read of the lock keys a page or a JSON status
@@ -81,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, errors.Wrap(err, "statusweb: register metrics")
 		}
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, refusals: ratelog.New(ratelog.Interval, time.Now)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { text(w, http.StatusOK, "ok") })
 	mux.HandleFunc("GET /readyz", s.ready)
@@ -154,8 +156,10 @@ func (s *Server) locked(h http.Handler) http.Handler {
 	})
 }
 
+// refuse answers a request that lacks its credentials, with a warning at
+// most once per ratelog.Interval for each reason.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, why string) {
-	s.cfg.Log.WithFields(logrus.Fields{"remote": r.RemoteAddr, "path": r.URL.Path}).Warn("status request refused: " + why)
+	s.refusals.Log(s.cfg.Log, logrus.WarnLevel, logrus.Fields{"remote": r.RemoteAddr, "path": r.URL.Path}, "status request refused: "+why)
 	text(w, code, why)
 }
 

@@ -154,14 +154,14 @@ func (c *trainerConn) headerFailed(err error) error {
 	return err
 }
 
-// warn logs a connection-level warning with the remote address, rate
-// limited (rateLog).
+// warn logs a connection-level warning with the remote address, at most
+// once per ratelog.Interval for each message.
 func (c *trainerConn) warn(msg string, fields logrus.Fields) {
 	if fields == nil {
 		fields = logrus.Fields{}
 	}
 	fields["remote"] = c.remote
-	c.sv.warnings.Warn(msg, fields)
+	c.sv.warnings.Log(c.sv.log, logrus.WarnLevel, fields, msg)
 }
 
 // refuse stops the connection because it failed to authenticate, logging

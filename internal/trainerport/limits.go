@@ -34,7 +34,7 @@ type Limits struct {
 	// MaxConns caps the connections served at once. A connection accepted
 	// over the cap is closed at once, before anything is read from it (a
 	// client sees the connection end; go/client retries with backoff), and
-	// a warning says so, at most once every warnInterval.
+	// a warning says so, at most once every ratelog.Interval (10 s).
 	MaxConns int
 	// IdleTimeout closes a connection that has no call in flight and has
 	// received no byte for this long. Negative: never. go/client redials
@@ -100,8 +100,3 @@ func setDefault(v *int, def int) {
 
 // tlsHandshakeTimeout bounds the TLS handshake of a new connection.
 const tlsHandshakeTimeout = 10 * time.Second
-
-// warnInterval is the least time between two log lines of the same
-// connection-level warning (limit reached, refused connection, ...): a
-// flood of bad connections makes one line per interval, with a count.
-const warnInterval = 10 * time.Second

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/internal/ratelog"
 )
 
 // Config configures a Server. Its zero value serves plain TCP, without a
@@ -33,8 +35,8 @@ type Server struct {
 	cfg      Config
 	gate     *tokenGate
 	log      logrus.FieldLogger
-	warnings *rateLog
-	rpc      *rpc.Server // the registered receivers and authReceiver, shared by every connection
+	warnings *ratelog.Limiter // the connection-level warnings (trainerConn.warn)
+	rpc      *rpc.Server      // the registered receivers and authReceiver, shared by every connection
 
 	// mu guards the fields below. Registration ends when Serve starts:
 	// connections read services and listeners without it.
@@ -62,7 +64,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		cfg.TLS = cfg.TLS.Clone()
 	}
-	sv := &Server{cfg: cfg, gate: newTokenGate(cfg.Token), log: cfg.Log, warnings: newRateLog(cfg.Log, warnInterval),
+	sv := &Server{cfg: cfg, gate: newTokenGate(cfg.Token), log: cfg.Log, warnings: ratelog.New(ratelog.Interval, time.Now),
 		rpc: rpc.NewServer(), services: map[string]bool{}, closed: make(chan struct{}), conns: map[*trainerConn]struct{}{}}
 	if err := sv.rpc.RegisterName(authService, authReceiver{}); err != nil {
 		return nil, errors.Wrap(err, "master: register rpc service")

@@ -1,0 +1,94 @@
+package master
+
+import (
+	"net/rpc"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/ratelog"
+	"github.com/trainmaster/master/internal/trainerport"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
+)
+
+// TestCallsThatChangeNothingDoNotGrowTheLog (issue 23, defect 2): through
+// the trainer port, on one connection, 5,000 failure reports with 1 KiB
+// reasons for a task already done, then 5,000 GetTask calls repeating a
+// finish already recorded, change nothing; at info level they log one line
+// of each kind per ratelog.Interval (the clock stands still here), and the
+// next line after the interval counts those held back. They logged one
+// line per call, 5.7 MB and 854 KB.
+func TestCallsThatChangeNothingDoNotGrowTheLog(t *testing.T) {
+	const calls = 5000
+	pattern := writeDataset(t, t.TempDir(), 1, 4)
+	out := &porttest.Log{}
+	log := logrus.New()
+	log.SetOutput(out)
+	log.SetLevel(logrus.InfoLevel)
+	clock := newFakeClock()
+	s, err := New(Config{ChunksPerTask: 1, Clock: clock, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c, err := rpc.Dial("tcp", startPort(t, s, trainerport.Config{}).addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Call("Master.ReportDataset", []string{pattern}, new(int)); err != nil {
+		t.Fatal(err)
+	}
+	var done, held wire.Task
+	if err := c.Call("Master.GetTask", wire.Task{Trainer: "a"}, &done); err != nil {
+		t.Fatal(err)
+	}
+	done.Trainer = "a"
+	if err := c.Call("Master.GetTask", done, &held); err != nil { // done's finish recorded
+		t.Fatal(err)
+	}
+
+	before := len(out.String())
+	failure := done
+	failure.Error = strings.Repeat("x", wire.MaxErrorBytes)
+	failAll := func(n int) {
+		t.Helper()
+		for range n {
+			var rep wire.Report
+			if err := c.Call("Master.TaskFailed", failure, &rep); err != nil || rep != wire.AlreadyDone {
+				t.Fatalf("failure of a task done: %v, %v; want %v", rep, err, wire.AlreadyDone)
+			}
+		}
+	}
+	repeatAll := func(n int) {
+		t.Helper()
+		for range n {
+			var again wire.Task
+			if err := c.Call("Master.GetTask", done, &again); err != nil || again.Index != held.Index || again.Epoch != held.Epoch {
+				t.Fatalf("GetTask repeating a finish: task %d epoch %d, %v; want task %d epoch %d", again.Index, again.Epoch, err, held.Index, held.Epoch)
+			}
+		}
+	}
+	failAll(calls)
+	repeatAll(calls)
+	grown := out.String()[before:]
+	// One line of each kind, the failure's carrying the reason.
+	if lines, bound := strings.Count(grown, "\n"), 2; lines > bound || len(grown) > wire.MaxErrorBytes+2*512 {
+		t.Fatalf("%d calls that change nothing logged %d lines, %d bytes; want at most %d lines, %d bytes:\n%.2000s",
+			2*calls, lines, len(grown), bound, wire.MaxErrorBytes+2*512, grown)
+	}
+
+	clock.Advance(ratelog.Interval)
+	failAll(1)
+	repeatAll(1)
+	for _, msg := range []string{`msg="failure report ignored: already done"`, `msg="GetTask retried after its answer was lost: the same task handed again"`} {
+		if n := strings.Count(out.String(), msg+" "); n != 2 {
+			t.Errorf("%d lines %s, want 2", n, msg)
+		}
+	}
+	if n := strings.Count(out.String(), "suppressed=4999"); n != 2 {
+		t.Errorf("%d lines count the 4999 held back, want 2:\n%s", n, out.String()[before:])
+	}
+}
