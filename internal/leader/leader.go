@@ -31,6 +31,7 @@ import (
 	"github.com/trainmaster/master/internal/election"
 	"github.com/trainmaster/master/internal/etcdstore"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/ratelog"
 	"github.com/trainmaster/master/internal/taskqueue"
 	"github.com/trainmaster/master/internal/trainerport"
 )
@@ -205,6 +206,9 @@ func portFailed(cfg Config, lead *election.Leadership, srv *trainerport.Server, 
 
 // newPort returns the trainer port of a term, serving svc.
 func newPort(svc *master.Service, cfg trainerport.Config) (*trainerport.Server, error) {
+	if cfg.Warnings == nil {
+		cfg.Warnings = ratelog.New(ratelog.Interval, time.Now)
+	}
 	srv, err := trainerport.NewServer(cfg)
 	if err != nil {
 		return nil, err

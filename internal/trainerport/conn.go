@@ -154,8 +154,8 @@ func (c *trainerConn) headerFailed(err error) error {
 	return err
 }
 
-// warn logs a connection-level warning with the remote address, at most
-// once per ratelog.Interval for each message.
+// warn logs a connection-level warning with the remote address, through
+// Config.Warnings.
 func (c *trainerConn) warn(msg string, fields logrus.Fields) {
 	if fields == nil {
 		fields = logrus.Fields{}

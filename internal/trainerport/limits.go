@@ -34,7 +34,8 @@ type Limits struct {
 	// MaxConns caps the connections served at once. A connection accepted
 	// over the cap is closed at once, before anything is read from it (a
 	// client sees the connection end; go/client retries with backoff), and
-	// a warning says so, at most once every ratelog.Interval (10 s).
+	// a warning says so, through Config.Warnings (the leader: at most once
+	// every 10 s).
 	MaxConns int
 	// IdleTimeout closes a connection that has no call in flight and has
 	// received no byte for this long. Negative: never. go/client redials

@@ -9,8 +9,6 @@ import (
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
-
-	"github.com/trainmaster/master/internal/ratelog"
 )
 
 // Config configures a Server. Its zero value serves plain TCP, without a
@@ -25,6 +23,23 @@ type Config struct {
 	// Authenticate before any other call.
 	Token string
 	Log   logrus.FieldLogger // default logrus.StandardLogger()
+	// Warnings logs the warnings a client can cause (a connection over
+	// the limit, a request too large, a refused token), rate-limited so
+	// that no client grows the log without bound: the leader sets the
+	// job's limiter (internal/ratelog). Nil logs every one.
+	Warnings Warnings
+}
+
+// Warnings logs a warning of the port, or holds it back (a rate limiter).
+type Warnings interface {
+	Log(log logrus.FieldLogger, level logrus.Level, fields logrus.Fields, msg string)
+}
+
+// everyWarning is the Warnings of a Config that sets none.
+type everyWarning struct{}
+
+func (everyWarning) Log(log logrus.FieldLogger, level logrus.Level, fields logrus.Fields, msg string) {
+	log.WithFields(fields).Log(level, msg)
 }
 
 // Server serves the receivers registered with it on a listener. What it
@@ -35,8 +50,8 @@ type Server struct {
 	cfg      Config
 	gate     *tokenGate
 	log      logrus.FieldLogger
-	warnings *ratelog.Limiter // the connection-level warnings (trainerConn.warn)
-	rpc      *rpc.Server      // the registered receivers and authReceiver, shared by every connection
+	warnings Warnings    // the connection-level warnings (trainerConn.warn)
+	rpc      *rpc.Server // the registered receivers and authReceiver, shared by every connection
 
 	// mu guards the fields below. Registration ends when Serve starts:
 	// connections read services and listeners without it.
@@ -64,7 +79,10 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.TLS != nil {
 		cfg.TLS = cfg.TLS.Clone()
 	}
-	sv := &Server{cfg: cfg, gate: newTokenGate(cfg.Token), log: cfg.Log, warnings: ratelog.New(ratelog.Interval, time.Now),
+	if cfg.Warnings == nil {
+		cfg.Warnings = everyWarning{}
+	}
+	sv := &Server{cfg: cfg, gate: newTokenGate(cfg.Token), log: cfg.Log, warnings: cfg.Warnings,
 		rpc: rpc.NewServer(), services: map[string]bool{}, closed: make(chan struct{}), conns: map[*trainerConn]struct{}{}}
 	if err := sv.rpc.RegisterName(authService, authReceiver{}); err != nil {
 		return nil, errors.Wrap(err, "master: register rpc service")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/credfile"
+	"github.com/trainmaster/master/internal/ratelog"
 	"github.com/trainmaster/master/internal/trainerport"
 )
 
@@ -99,10 +100,14 @@ func Listen(t testing.TB) net.Listener {
 	return lis
 }
 
-// Serve serves, with cfg, what register registers on lis until the test
-// ends; Serve must then return nil.
+// Serve serves, with cfg (no Warnings: the limiter the leader sets), what
+// register registers on lis until the test ends; Serve must then return
+// nil.
 func Serve(t testing.TB, cfg trainerport.Config, lis net.Listener, register func(*trainerport.Server) error) *trainerport.Server {
 	t.Helper()
+	if cfg.Warnings == nil {
+		cfg.Warnings = ratelog.New(ratelog.Interval, time.Now) // as the leader does
+	}
 	srv, err := trainerport.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
