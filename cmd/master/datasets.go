@@ -71,8 +71,12 @@ func readDatasets(path string) (*datasetsFile, error) {
 // white space or a comma: where the next JSON value begins.
 func (f *datasetsFile) line(offset int64) int {
 	offset = min(max(offset, 0), int64(len(f.content)))
-	offset += int64(len(f.content[offset:]) - len(bytes.TrimLeft(f.content[offset:], " \t\r\n,")))
-	return 1 + bytes.Count(f.content[:offset], []byte{'\n'})
+	return f.lineOf(offset + int64(len(f.content[offset:])-len(bytes.TrimLeft(f.content[offset:], " \t\r\n,"))))
+}
+
+// lineOf is the line of the byte at offset.
+func (f *datasetsFile) lineOf(offset int64) int {
+	return 1 + bytes.Count(f.content[:min(max(offset, 0), int64(len(f.content)))], []byte{'\n'})
 }
 
 // at names a line of the file in an error.
@@ -91,7 +95,10 @@ func (f *datasetsFile) parse() error {
 	for dec.More() {
 		line := f.line(dec.InputOffset())
 		var element map[string]json.RawMessage
-		if err := dec.Decode(&element); err != nil {
+		var typ *json.UnmarshalTypeError
+		if err := dec.Decode(&element); errors.As(err, &typ) {
+			return errors.Errorf("%s: a dataset is a JSON %s, not an object: %s", f.at(line), typ.Value, wantDatasets)
+		} else if err != nil {
 			return f.syntaxError(dec, err)
 		}
 		elements = append(elements, element)
@@ -118,20 +125,18 @@ func (f *datasetsFile) parse() error {
 
 // syntaxError says where the decoder stopped and why.
 func (f *datasetsFile) syntaxError(dec *json.Decoder, err error) error {
-	offset := dec.InputOffset()
+	line := f.line(dec.InputOffset())
 	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch {
 	case err == nil:
 		err = errors.New("not an array")
 	case errors.As(err, &syntax):
-		offset = syntax.Offset
-	case errors.As(err, &typ):
-		offset, err = typ.Offset, errors.Errorf("a dataset is a JSON %s, not an object", typ.Value)
+		line = f.lineOf(syntax.Offset - 1) // the byte refused
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		offset, err = int64(len(f.content)), errors.New("unexpected end of the file")
+		line = f.lineOf(int64(len(bytes.TrimRight(f.content, " \t\r\n"))))
+		err = errors.New("unexpected end of the file")
 	}
-	return errors.Errorf("%s: %v: %s", f.at(f.line(offset)), err, wantDatasets)
+	return errors.Errorf("%s: %v: %s", f.at(line), err, wantDatasets)
 }
 
 // datasetField is a key of an element of the file: where its value goes,
