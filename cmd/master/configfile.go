@@ -118,11 +118,11 @@ func parseConfigLine(fs *flag.FlagSet, n int, text string) (configLine, error) {
 // acceptedForm says what a flag takes, for an error refusing err, its
 // value: the form of the flag's type, else its own error, quoted.
 func acceptedForm(f *flag.Flag, err error) string {
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return "what it takes (" + dataset.Quote(err.Error()) + ")"
+	var value any
+	if g, ok := f.Value.(flag.Getter); ok {
+		value = g.Get()
 	}
-	switch g.Get().(type) {
+	switch value.(type) {
 	case bool:
 		return "true or false"
 	case int, int64:
