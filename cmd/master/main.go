@@ -14,7 +14,7 @@
 //
 // Every flag can also be set from the environment as MASTER_<FLAG> (dashes
 // become underscores, e.g. MASTER_TASK_TIMEOUT=5m, MASTER_ETCD_PASSWORD) or
-// from a file named by -config holding "flag value" lines.
+// from a file named by -config holding "flag value" lines (configfile.go).
 package main
 
 import (
@@ -67,7 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSetWithEnvPrefix("master", "MASTER", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.String(flag.DefaultConfigFlagname, "", "read flags from this `file` (lines of: flag value)")
+	var config configPath
+	fs.Var(&config, flag.DefaultConfigFlagname, "read flags from this `file` (lines of: flag value)")
 	fs.StringVar(&o.addr, "addr", ":8080", "listen `address` for trainers (net/rpc over TCP, in TLS with -tls-cert) while leading; the default takes every interface")
 	fs.StringVar(&o.advertise, "advertise", "", "`address` published for trainers (default: -addr when it names a host, else the host name and port)")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "listen `address` of the status page, /metrics (Prometheus), /healthz and /readyz, on every master (standbys too); off when empty")
@@ -96,6 +97,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if config.path != "" {
+		if err := applyConfig(fs, config.path); err != nil {
+			return o, err
+		}
 	}
 	if fs.NArg() > 0 {
 		return o, errors.Errorf("unexpected arguments %q", fs.Args())
@@ -189,13 +195,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log.WithField("version", versionString()).Info("master starting")
 	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue, Dataset: o.patterns(),
 		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed, MaxDatasets: o.maxDatasets}
+	var datasets *datasetsFile
 	if o.datasetsFile != "" {
-		if scfg.Datasets, err = readDatasets(o.datasetsFile); err != nil {
-			return errors.WithMessage(err, "-datasets")
+		if datasets, err = readDatasets(o.datasetsFile); err != nil {
+			return err
 		}
+		scfg.Datasets = datasets.datasets
 	}
 	if err := scfg.Validate(); err != nil {
-		return err // bad queue flags fail before anything starts
+		return datasets.declarationError(err) // bad queue flags and declarations fail before anything starts
 	}
 	port, err := o.port.serverConfig()
 	if err != nil {

@@ -26,7 +26,7 @@ func (s *Service) DeclareDataset(ctx context.Context, d wire.Dataset) error {
 		return wire.WithKind(errNotAccepted, errors.Wrap(err, "master"))
 	}
 	if err := checkDeclaration(d); err != nil {
-		return wire.WithKind(errNotAccepted, err)
+		return wire.WithKind(errNotAccepted, errors.WithMessage(err, "master"))
 	}
 	ds, err := s.dataset(ctx, d.Name, true)
 	if err != nil {

@@ -125,16 +125,33 @@ func (c Config) withDefaults() Config {
 }
 
 // checked checks a configuration with its defaults set, and returns its
-// declared datasets by name.
+// declared datasets by name. Its errors name no program: the command that
+// reads the configuration says where it comes from.
 func (c Config) checked() (map[string]wire.Dataset, error) {
 	if c.ChunksPerTask < 0 {
-		return nil, errors.Errorf("master: chunks per task must be positive, not %d", c.ChunksPerTask)
+		return nil, errors.Errorf("chunks per task must be positive, not %d", c.ChunksPerTask)
 	}
 	if _, err := taskqueue.New(c.Queue, 1, func(int) int64 { return 1 }); err != nil {
 		return nil, err
 	}
 	return declarations(c)
 }
+
+// DeclarationError is the error of Validate and New that refuses a declared
+// dataset. Index is the place of the declaration refused in
+// Config.Datasets, len(Config.Datasets) for Config.Dataset; of one
+// declaration too many, the first beyond Config.MaxDatasets. First is, of a
+// name declared twice, the place of its first declaration, else -1. Its
+// text is Err's.
+type DeclarationError struct {
+	Index, First int
+	Err          error
+}
+
+func (e *DeclarationError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *DeclarationError) Unwrap() error { return e.Err }
 
 // declarations checks the datasets cfg declares and returns them by name.
 func declarations(cfg Config) (map[string]wire.Dataset, error) {
@@ -143,21 +160,26 @@ func declarations(cfg Config) (map[string]wire.Dataset, error) {
 		all = append(all, wire.Dataset{Name: wire.DefaultDataset, Patterns: cfg.Dataset})
 	}
 	if len(all) > cfg.MaxDatasets {
-		return nil, errors.Errorf("master: %d datasets declared, more than the %d allowed (-max-datasets)", len(all), cfg.MaxDatasets)
+		return nil, &DeclarationError{Index: cfg.MaxDatasets, First: -1,
+			Err: errors.Errorf("%d datasets declared, more than the %d allowed (-max-datasets)", len(all), cfg.MaxDatasets)}
 	}
 	declared := map[string]wire.Dataset{}
-	for _, d := range all {
+	first := map[string]int{} // name -> place of its declaration
+	for i, d := range all {
 		d.Name = wire.DatasetName(d.Name)
-		if err := wire.CheckDatasetName(d.Name); err != nil {
-			return nil, errors.Wrap(err, "master: declared dataset")
+		if f, ok := first[d.Name]; ok {
+			return nil, &DeclarationError{Index: i, First: f, Err: errors.Errorf("dataset %q declared twice", d.Name)}
 		}
-		if _, ok := declared[d.Name]; ok {
-			return nil, errors.Errorf("master: dataset %q declared twice", d.Name)
+		err := wire.CheckDatasetName(d.Name)
+		if err != nil {
+			err = errors.Wrap(err, "declared dataset")
+		} else {
+			err = checkDeclaration(d)
 		}
-		if err := checkDeclaration(d); err != nil {
-			return nil, err
+		if err != nil {
+			return nil, &DeclarationError{Index: i, First: -1, Err: err}
 		}
-		declared[d.Name] = d
+		declared[d.Name], first[d.Name] = d, i
 	}
 	return declared, nil
 }
@@ -167,16 +189,16 @@ func declarations(cfg Config) (map[string]wire.Dataset, error) {
 func checkDeclaration(d wire.Dataset) error {
 	switch {
 	case d.IsRange() && len(d.Patterns) > 0:
-		return errors.Errorf("master: dataset %q gives both files and a number of records; an index-range dataset has no files", d.Name)
+		return errors.Errorf("dataset %q gives both files and a number of records; an index-range dataset has no files", d.Name)
 	case d.IsRange() && d.ChunksPerTask != 0:
-		return errors.Errorf("master: index-range dataset %q gives chunks per task; it has no chunks", d.Name)
+		return errors.Errorf("index-range dataset %q gives chunks per task; it has no chunks", d.Name)
 	case !d.IsRange() && len(d.Patterns) == 0:
-		return errors.Errorf("master: dataset %q gives neither files nor a number of records", d.Name)
+		return errors.Errorf("dataset %q gives neither files nor a number of records", d.Name)
 	case d.ChunksPerTask < 0 || d.Passes < 0:
-		return errors.Errorf("master: dataset %q: %d chunks per task, %d passes (want 0, the master's, or more)", d.Name, d.ChunksPerTask, d.Passes)
+		return errors.Errorf("dataset %q: %d chunks per task, %d passes (want 0, the master's, or more)", d.Name, d.ChunksPerTask, d.Passes)
 	case d.IsRange():
 		if _, err := dataset.NewRange(d.Records, d.RecordsPerTask); err != nil {
-			return errors.WithMessagef(err, "master: dataset %q", d.Name)
+			return errors.WithMessagef(err, "dataset %q", d.Name)
 		}
 	}
 	return nil

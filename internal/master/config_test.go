@@ -63,3 +63,37 @@ func TestRunEndsWithItsContext(t *testing.T) {
 		t.Fatalf("GetTask after Run returned: %v", err)
 	}
 }
+
+// TestDeclarationErrorPlaces: Validate says which declaration it refuses,
+// and which one came first of a name declared twice, so that the command
+// that read them can name their lines; its text names no program, while a
+// trainer's refused declaration still reads "master: ...".
+func TestDeclarationErrorPlaces(t *testing.T) {
+	eval := wire.Dataset{Name: "eval", Records: 10, RecordsPerTask: 1}
+	train := wire.Dataset{Name: "train", Records: 10, RecordsPerTask: 1}
+	for _, tc := range []struct {
+		name         string
+		cfg          Config
+		index, first int
+		text         string
+	}{
+		{"twice", Config{Datasets: []wire.Dataset{eval, train, eval}}, 2, 0, `dataset "eval" declared twice`},
+		{"train by -dataset too", Config{Dataset: []string{"a"}, Datasets: []wire.Dataset{eval, train}}, 2, 1, `dataset "train" declared twice`},
+		{"bad name", Config{Datasets: []wire.Dataset{eval, {Name: "Eval", Records: 1, RecordsPerTask: 1}}}, 1, -1, `declared dataset: dataset name "Eval": want lower-case letters, digits, '_', '-' and '.', starting with a letter or a digit`},
+		{"negative passes", Config{Datasets: []wire.Dataset{{Name: "eval", Records: 1, RecordsPerTask: 1, Passes: -1}}}, 0, -1, `dataset "eval": 0 chunks per task, -1 passes (want 0, the master's, or more)`},
+		{"too many", Config{MaxDatasets: 1, Dataset: []string{"a"}, Datasets: []wire.Dataset{eval}}, 1, -1, "2 datasets declared, more than the 1 allowed (-max-datasets)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var de *DeclarationError
+			err := tc.cfg.Validate()
+			if !errors.As(err, &de) || de.Index != tc.index || de.First != tc.first || err.Error() != tc.text {
+				t.Fatalf("Validate: %v (%+v); want %q at %d, first %d", err, de, tc.text, tc.index, tc.first)
+			}
+		})
+	}
+	s, _ := newService(t, Config{})
+	err := s.DeclareDataset(ctx, wire.Dataset{Name: "eval", Records: 1, RecordsPerTask: 1, Passes: -1})
+	if want := `master: dataset not accepted: master: dataset "eval": 0 chunks per task, -1 passes (want 0, the master's, or more)`; err == nil || err.Error() != want {
+		t.Fatalf("DeclareDataset: %v; want %q", err, want)
+	}
+}
