@@ -10,7 +10,6 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
-	"github.com/trainmaster/master/internal/ratelog"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -20,9 +19,9 @@ import (
 type datasetService struct {
 	cfg      Config
 	name     string
-	declared *wire.Dataset    // the master's declaration; nil: the first report decides
-	lost     func(error)      // stops the job, called from its own goroutine (storeFailed)
-	limits   *ratelog.Limiter // the job's limiter of the lines of calls that change nothing
+	declared *wire.Dataset // the master's declaration; nil: the first report decides
+	lost     func(error)   // stops the job, called from its own goroutine (storeFailed)
+	limits   lineLimits    // the job's limiters of the lines clients cause
 
 	buildMu sync.Mutex // guards the acceptance of a dataset: one build at a time, outside mu
 	// mu guards the state below, and is held by every operation while it
@@ -42,7 +41,7 @@ type datasetService struct {
 	pres presence // the trainers' connections (presence.go)
 }
 
-func newDatasetService(cfg Config, name string, declared *wire.Dataset, store Store, lost func(error), limits *ratelog.Limiter) *datasetService {
+func newDatasetService(cfg Config, name string, declared *wire.Dataset, store Store, lost func(error), limits lineLimits) *datasetService {
 	cfg.Store, cfg.Log = store, cfg.Log.WithField("dataset", name)
 	return &datasetService{cfg: cfg, name: name, declared: declared, lost: lost, limits: limits, pres: newPresence()}
 }

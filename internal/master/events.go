@@ -5,6 +5,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/trainmaster/master/internal/ratelog"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -14,18 +15,19 @@ import (
 // change left, and emitted outside it (durable).
 //
 // What a client's calls can log is bounded: a line a client can repeat at
-// will, the call changing nothing the second time (a report ignored, a
-// finish repeated, progress past a cut), is at debug level or limited
-// (limitedLine); every other line at info or above tells a change
-// committed to the store, and those are bounded by the work: tasks, passes
-// and retries (doc/reliability.md, "The log's growth per client").
+// will (a report ignored, a finish repeated, progress past a cut, a
+// failure report) is at debug level or limited (limitedLine); every other
+// line at info or above tells a change committed to the store that no
+// call repeats at will: a timeout, a pass ended, a dataset accepted, a
+// straggler relieved, a trainer lost (doc/reliability.md, "The log's
+// growth per client").
 type event struct {
-	level   logrus.Level
-	fields  logrus.Fields
-	format  string
-	args    []any
-	limited bool // at most one line of its format per ratelog.Interval
-	tell    notice
+	level  logrus.Level
+	fields logrus.Fields
+	format string
+	args   []any
+	limit  lineLimit
+	tell   notice
 }
 
 // logLine is an event that only logs.
@@ -38,8 +40,34 @@ func logLine(level logrus.Level, fields logrus.Fields, format string, args ...an
 // and the client, the next one counting those held back.
 func limitedLine(level logrus.Level, fields logrus.Fields, format string, args ...any) event {
 	ev := logLine(level, fields, format, args...)
-	ev.limited = true
+	ev.limit = limitRepeats
 	return ev
+}
+
+// lineLimit says which of the job's limiters a line goes through.
+type lineLimit uint8
+
+const (
+	unlimited     lineLimit = iota // a change no call repeats at will
+	limitRepeats                   // limitedLine
+	limitFailures                  // a failure report that sent a task back
+)
+
+// FailureLinesBurst is how many lines of failure reports that sent a task
+// back (or discarded it) the job logs per ratelog.Interval, per kind: a
+// client can fail every task it is handed as fast as the master commits,
+// while the status page and the metrics count every failure.
+const FailureLinesBurst = 100
+
+// lineLimits are the job's limiters of the lines clients cause, shared by
+// every dataset.
+type lineLimits struct {
+	repeats  *ratelog.Limiter // limitRepeats: once per interval
+	failures *ratelog.Limiter // limitFailures: FailureLinesBurst per interval
+}
+
+func newLineLimits(now func() time.Time) lineLimits {
+	return lineLimits{repeats: ratelog.New(ratelog.Interval, now), failures: ratelog.NewBurst(ratelog.Interval, FailureLinesBurst, now)}
 }
 
 // A notice is an Observer call.
@@ -66,8 +94,10 @@ func (s *datasetService) emit(events []event) {
 	for _, ev := range events {
 		switch {
 		case ev.format == "":
-		case ev.limited:
-			s.limits.Logf(s.cfg.Log, ev.level, ev.fields, ev.format, ev.args...)
+		case ev.limit == limitRepeats:
+			s.limits.repeats.Logf(s.cfg.Log, ev.level, ev.fields, ev.format, ev.args...)
+		case ev.limit == limitFailures:
+			s.limits.failures.Logf(s.cfg.Log, ev.level, ev.fields, ev.format, ev.args...)
 		default:
 			s.cfg.Log.WithFields(ev.fields).Logf(ev.level, ev.format, ev.args...)
 		}
@@ -107,10 +137,14 @@ func (s *datasetService) retryEvents(ch taskqueue.Change, trainer string, cause 
 		}
 		ev := s.taskEvent(r, now)
 		ev.Timeouts, ev.Reason, ev.Discarded = r.Timeouts, r.Error, r.Queue == taskqueue.Failed
-		line := logLine(logrus.InfoLevel, fields, "task %s; back in todo", cause)
+		level, format := logrus.InfoLevel, "task %s; back in todo"
 		if ev.Discarded {
 			fields["blocks"] = s.ds.Blocks(r.Of)
-			line = logLine(logrus.WarnLevel, fields, "task %s too often; discarded for this pass", cause)
+			level, format = logrus.WarnLevel, "task %s too often; discarded for this pass"
+		}
+		line := logLine(level, fields, format, cause)
+		if cause == CauseFailed {
+			line.limit = limitFailures
 		}
 		line.tell = notice{kind: tellRetried, trainer: trainer, task: ev, cause: cause}
 		events = append(events, line)

@@ -9,7 +9,6 @@ import (
 	"github.com/pkg/errors"
 
 	"github.com/trainmaster/master/go/wire"
-	"github.com/trainmaster/master/internal/ratelog"
 )
 
 // Service is the master's state and the operations of the wire contract: it
@@ -20,9 +19,9 @@ import (
 type Service struct {
 	cfg      Config
 	declared map[string]wire.Dataset
-	reserved map[string]bool  // train and the declared datasets: the job keeps room for them
-	stopped  chan struct{}    // closed by Close
-	limits   *ratelog.Limiter // the lines of calls that change nothing, for every dataset (limitedLine)
+	reserved map[string]bool // train and the declared datasets: the job keeps room for them
+	stopped  chan struct{}   // closed by Close
+	limits   lineLimits      // the lines clients cause, for every dataset (events.go)
 
 	createMu sync.Mutex // guards the creation of datasets: one at a time, outside mu
 	mu       sync.Mutex // guards sets, conns, closed and lostErr
@@ -45,7 +44,7 @@ func New(cfg Config) (*Service, error) {
 		reserved[name] = true
 	}
 	return &Service{cfg: cfg, declared: declared, reserved: reserved, stopped: make(chan struct{}),
-		limits: ratelog.New(ratelog.Interval, cfg.Clock.Now), sets: map[string]*datasetService{}, conns: map[string]int{}}, nil
+		limits: newLineLimits(cfg.Clock.Now), sets: map[string]*datasetService{}, conns: map[string]int{}}, nil
 }
 
 // Run ties the service to a term of leadership: it returns once ctx ends,

@@ -1,14 +1,17 @@
 package master
 
 import (
+	"fmt"
 	"net/rpc"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/ratelog"
+	"github.com/trainmaster/master/internal/taskqueue"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
@@ -92,3 +95,71 @@ func TestCallsThatChangeNothingDoNotGrowTheLog(t *testing.T) {
 		t.Errorf("%d lines count the 4999 held back, want 2:\n%s", n, out.String()[before:])
 	}
 }
+
+// TestFailuresLogABurstPerInterval: failure reports that send tasks back
+// change something each time, but a client can make them as fast as the
+// master commits: at most FailureLinesBurst lines of them per
+// ratelog.Interval (the clock stands still here), the next counting those
+// held back; the Observer still hears of every one.
+func TestFailuresLogABurstPerInterval(t *testing.T) {
+	const failures = 3 * FailureLinesBurst
+	pattern := writeDataset(t, t.TempDir(), 1, 4)
+	out := &porttest.Log{}
+	log := logrus.New()
+	log.SetOutput(out)
+	log.SetLevel(logrus.InfoLevel)
+	clock := newFakeClock()
+	obs := &countingObserver{}
+	s, err := New(Config{ChunksPerTask: 1, Clock: clock, Log: log, Observer: obs,
+		Queue: taskqueue.Config{Passes: 1, MaxTimeouts: failures + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c, err := rpc.Dial("tcp", startPort(t, s, trainerport.Config{}).addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Call("Master.ReportDataset", []string{pattern}, new(int)); err != nil {
+		t.Fatal(err)
+	}
+	before := len(out.String())
+	for range failures {
+		var task wire.Task
+		if err := c.Call("Master.GetTask", wire.Task{Trainer: "a"}, &task); err != nil {
+			t.Fatal(err)
+		}
+		task.Trainer, task.Error = "a", "cannot train"
+		var rep wire.Report
+		if err := c.Call("Master.TaskFailed", task, &rep); err != nil || rep != wire.Recorded {
+			t.Fatalf("failure report: %v, %v", rep, err)
+		}
+	}
+	if n := strings.Count(out.String()[before:], "failed; back in todo"); n != FailureLinesBurst {
+		t.Errorf("%d failures logged %d lines, want %d", failures, n, FailureLinesBurst)
+	}
+	if n := obs.retried.Load(); n != failures {
+		t.Errorf("the Observer heard of %d failures, want %d", n, failures)
+	}
+	clock.Advance(ratelog.Interval)
+	var task wire.Task
+	if err := c.Call("Master.GetTask", wire.Task{Trainer: "a"}, &task); err != nil {
+		t.Fatal(err)
+	}
+	task.Trainer = "a"
+	if err := c.Call("Master.TaskFailed", task, new(wire.Report)); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("suppressed=%d", failures-FailureLinesBurst); !strings.Contains(out.String(), want) {
+		t.Errorf("no line counts the %d held back (%s)", failures-FailureLinesBurst, want)
+	}
+}
+
+// countingObserver counts the Observer's Retried calls.
+type countingObserver struct {
+	noObserver
+	retried atomic.Int64
+}
+
+func (o *countingObserver) Retried(string, TaskEvent, RetryCause) { o.retried.Add(1) }

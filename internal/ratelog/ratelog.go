@@ -1,9 +1,9 @@
 // Package ratelog bounds the log lines that clients can cause. A Limiter
-// logs each kind of line at most once per interval: the lines of that kind
-// held back in between are counted, and the next one logged says how many
-// there were (its field "suppressed"), so that none goes unaccounted. A
-// flood of calls thus costs one line per kind and interval, whoever sends
-// it and however fast.
+// logs each kind of line at most burst times per interval (once, by New):
+// the lines of that kind held back in between are counted, and the next
+// one logged says how many there were (its field "suppressed"), so that
+// none goes unaccounted. A flood of calls thus costs at most burst lines
+// per kind and interval, whoever sends it and however fast.
 //
 // A kind is the line's message, or its format: a text of the code, never
 // a client's bytes, so that the Limiter's memory is bounded by the kinds
@@ -21,20 +21,34 @@ import (
 // master's limiters let through.
 const Interval = 10 * time.Second
 
-// Limiter logs each kind of line at most once per interval.
+// Limiter logs each kind of line at most burst times per interval.
 type Limiter struct {
 	interval time.Duration
+	burst    int
 	now      func() time.Time
 
-	mu   sync.Mutex           // guards last and held
-	last map[string]time.Time // when each kind was last logged
-	held map[string]int       // lines of each kind held back since
+	mu    sync.Mutex         // guards kinds
+	kinds map[string]*window // the current window of each kind logged
+}
+
+// window is an interval that began with a line of its kind logged.
+type window struct {
+	start  time.Time
+	logged int // lines logged since start
+	held   int // lines held back since the last one logged
 }
 
 // New returns a Limiter that lets a kind through at most once per
 // interval, reading the time from now (time.Now, or a test's clock).
 func New(interval time.Duration, now func() time.Time) *Limiter {
-	return &Limiter{interval: interval, now: now, last: map[string]time.Time{}, held: map[string]int{}}
+	return NewBurst(interval, 1, now)
+}
+
+// NewBurst returns a Limiter that lets a kind through at most burst times
+// (at least once) per interval, an interval beginning with the first line
+// logged after the last one ended.
+func NewBurst(interval time.Duration, burst int, now func() time.Time) *Limiter {
+	return &Limiter{interval: interval, burst: max(burst, 1), now: now, kinds: map[string]*window{}}
 }
 
 // Log logs msg, which names its kind, at level with fields on log, unless
@@ -73,12 +87,18 @@ func (l *Limiter) take(kind string) (held int, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if last, seen := l.last[kind]; seen && now.Sub(last) < l.interval {
-		l.held[kind]++
+	w, seen := l.kinds[kind]
+	switch {
+	case !seen:
+		w = &window{start: now}
+		l.kinds[kind] = w
+	case now.Sub(w.start) >= l.interval:
+		w.start, w.logged = now, 0
+	case w.logged >= l.burst:
+		w.held++
 		return 0, false
 	}
-	held = l.held[kind]
-	l.last[kind] = now
-	delete(l.held, kind)
+	held, w.held = w.held, 0
+	w.logged++
 	return held, true
 }

@@ -63,3 +63,25 @@ func TestLimiterKindIsTheFormat(t *testing.T) {
 		t.Fatalf("logged\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestLimiterBurst: with a burst, the first lines of a kind in an interval
+// pass, the rest are held back and counted on the first line of the next.
+func TestLimiterBurst(t *testing.T) {
+	var out bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&out)
+	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewBurst(Interval, 3, func() time.Time { return now })
+	for i := range 10 {
+		l.Logf(log, logrus.InfoLevel, logrus.Fields{"task": i}, "task %d failed", i)
+		now = now.Add(Interval / 20)
+	}
+	now = now.Add(Interval / 2) // the window that began with task 0 is over
+	l.Logf(log, logrus.InfoLevel, logrus.Fields{"task": 10}, "task %d failed", 10)
+	want := "level=info msg=\"task 0 failed\" task=0\nlevel=info msg=\"task 1 failed\" task=1\nlevel=info msg=\"task 2 failed\" task=2\n" +
+		"level=info msg=\"task 10 failed\" suppressed=7 task=10\n"
+	if out.String() != want {
+		t.Fatalf("logged\n%s\nwant\n%s", out.String(), want)
+	}
+}
