@@ -90,7 +90,7 @@ func TestRoundTripThroughTheService(t *testing.T) {
 	_, ch, _ := q.Finish(0, 1, 1, "", now)
 	commit(ch)
 	for range 2 {
-		_, ch, _ = q.Fail(2, 1, q.Entry(2).Epoch, "unreadable block")
+		_, ch, _ = q.Fail(2, 1, q.Entry(2).Epoch, "", "unreadable block")
 		commit(ch)
 		if q.Entry(2).Queue == taskqueue.Todo {
 			for q.Entry(2).Queue != taskqueue.Pending {

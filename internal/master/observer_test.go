@@ -84,14 +84,15 @@ func TestObserverIsToldDurableChanges(t *testing.T) {
 	if _, err := s.TaskFinished(ctx, wire.Task{Index: a0.Index, Epoch: a0.Epoch, Pass: a0.Pass, Trainer: "b\n"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TaskFailed(ctx, wire.Task{Index: a1.Index, Epoch: a1.Epoch, Pass: a1.Pass, Trainer: "a", Error: "disk"}); err != nil {
+	// Only the holder may fail a task (here, one that sent no name).
+	if _, err := s.TaskFailed(ctx, wire.Task{Index: a1.Index, Epoch: a1.Epoch, Pass: a1.Pass, Error: "disk"}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"called a", "dispatched 0 pass 0 epoch 1 records 3 to a",
 		"called unnamed", "dispatched 1 pass 0 epoch 1 records 3 to unnamed",
 		"called b?", "finished 0 pass 0 records 3 by b?",
-		"called a", `failed 1 by "a" timeouts 1 discarded false reason "dispatch 1 failed: disk"`,
+		"called unnamed", `failed 1 by "unnamed" timeouts 1 discarded false reason "dispatch 1 failed: disk"`,
 	}
 	if got := obs.take(); !slices.Equal(got, want) {
 		t.Errorf("told\n%q\nwant\n%q", got, want)

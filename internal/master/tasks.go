@@ -167,7 +167,7 @@ func (s *datasetService) TaskFailed(ctx context.Context, t wire.Task) (wire.Repo
 		if err := s.readyWithDataset(ctx); err != nil {
 			return 0, effect{}, err
 		}
-		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Error)
+		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Trainer, t.Error)
 		if err != nil || rep != wire.Recorded {
 			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer, "reason": wire.CutReason(t.Error)}
 			return rep, effect{change: ch, events: []event{limitedLine(logrus.InfoLevel, fields, "failure report ignored: %v", rep)}}, err

@@ -98,7 +98,7 @@ func (d *orderDriver) step(t *testing.T, q *Queues, s *orderStore) int {
 		var ch Change
 		var err error
 		if d.task%5 == 2 && d.epoch == 1 {
-			_, ch, err = q.Fail(d.task, d.pass, d.epoch, "injected")
+			_, ch, err = q.Fail(d.task, d.pass, d.epoch, "", "injected")
 		} else {
 			_, ch, err = q.Finish(d.task, d.pass, d.epoch, "", t0)
 		}

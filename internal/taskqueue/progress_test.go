@@ -82,7 +82,7 @@ func TestResumedDispatchSamplesItsRest(t *testing.T) {
 	if rep, _, err := q.Progress(task, 0, epoch, 8, "", t0.Add(time.Second)); rep.Report != wire.Recorded || err != nil {
 		t.Fatalf("progress: %v %v", rep, err)
 	}
-	if _, _, err := q.Fail(task, 0, epoch, "the trainer's disk"); err != nil {
+	if _, _, err := q.Fail(task, 0, epoch, "", "the trainer's disk"); err != nil {
 		t.Fatal(err)
 	}
 	dispatch(t, q, t0) // task 1
@@ -273,7 +273,7 @@ func TestStrangersProgressLosesNoRecords(t *testing.T) {
 	if rep, _, _ := q.Progress(task, 0, e.Epoch, 3, "holder", at(2)); rep.Report != wire.Recorded {
 		t.Fatalf("the holder's report: %v", rep.Report)
 	}
-	if rep, _, err := q.Fail(task, 0, e.Epoch, "the trainer's disk"); rep != wire.Recorded || err != nil {
+	if rep, _, err := q.Fail(task, 0, e.Epoch, "holder", "the trainer's disk"); rep != wire.Recorded || err != nil {
 		t.Fatalf("fail: %v %v", rep, err)
 	}
 	if again, e2 := dispatchTo(t, q, at(3), "other"); again != task || e2.Progress != 3 {
@@ -296,5 +296,39 @@ func TestStrangersProgressIsNoSignOfLife(t *testing.T) {
 	}
 	if _, _, _, relief, err := q.DispatchFor(at(27), "b", Finished{}); err != nil || relief == nil || relief.Kind != StragglersBackup || relief.Task != 1 {
 		t.Fatalf("relief: %+v %v, want task 1 backed up", relief, err)
+	}
+}
+
+// TestFailOnlyFromTheHolder (issue 23): a failure report from anyone but
+// the holder of the task's current dispatch is superseded and changes
+// nothing, so a stranger cannot send a task back, nor have it discarded by
+// failing it again and again; the holder's own report is recorded.
+func TestFailOnlyFromTheHolder(t *testing.T) {
+	for _, tc := range []struct {
+		name, holder, reporter string
+		want                   wire.Report
+	}{
+		{"the holder", "holder", "holder", wire.Recorded},
+		{"a stranger", "holder", "stranger", wire.Superseded},
+		{"an unnamed caller for a named holder", "holder", "", wire.Superseded},
+		{"a named caller for an unnamed holder", "", "stranger", wire.Superseded},
+		{"an unnamed caller for an unnamed holder", "", wire.Unnamed, wire.Recorded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newQueues(t, Config{Timeout: time.Hour, MaxTimeouts: 1}, 1)
+			task, e := dispatchTo(t, q, t0, tc.holder)
+			for range 3 {
+				rep, ch, err := q.Fail(task, 0, e.Epoch, tc.reporter, "no")
+				if err != nil || rep != tc.want || ch.Empty() != (rep != wire.Recorded) {
+					t.Fatalf("fail from %q: %v %v, changed %v; want %v", tc.reporter, rep, err, !ch.Empty(), tc.want)
+				}
+				if rep == wire.Recorded {
+					return
+				}
+			}
+			if got := q.Entry(task); got.Queue != Pending || got.Timeouts != 0 {
+				t.Errorf("after the stranger's failures the task is %v with %d timeouts, want pending with none", got.Queue, got.Timeouts)
+			}
+		})
 	}
 }

@@ -245,8 +245,9 @@ func (q *Queues) Finish(task, pass, epoch int, trainer string, now time.Time) (w
 
 // Fail records that the current dispatch of the task failed; like a timeout,
 // it sends the task back to Todo, or to Failed past MaxTimeouts. The reason
-// is kept cut to wire.MaxErrorBytes.
-func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change, error) {
+// is kept cut to wire.MaxErrorBytes. Only the dispatch's holder may fail
+// it (holds, as for Progress): anyone else is answered Superseded.
+func (q *Queues) Fail(task, pass, epoch int, trainer, reason string) (wire.Report, Change, error) {
 	e, rep, err := q.checkReport(task, pass, epoch)
 	if err != nil || rep != 0 {
 		return rep, Change{}, err
@@ -254,7 +255,7 @@ func (q *Queues) Fail(task, pass, epoch int, reason string) (wire.Report, Change
 	switch {
 	case e.Queue == Done:
 		return wire.AlreadyDone, Change{}, nil
-	case e.Queue != Pending || e.Epoch != epoch:
+	case e.Queue != Pending || e.Epoch != epoch || !holds(e, trainer):
 		return wire.Superseded, Change{}, nil
 	}
 	return wire.Recorded, q.change(task, q.retry(e, fmt.Sprintf("dispatch %d failed: %s", epoch, wire.CutReason(reason)))), nil

@@ -59,7 +59,7 @@ func TestDispatchOrderAndEpochs(t *testing.T) {
 		t.Fatalf("finish: %v, %d records done, want 10", err, q.DoneRecords())
 	}
 	// Task 1 fails and comes back at the end of Todo with epoch 2.
-	q.Fail(1, 0, 1, "boom")
+	q.Fail(1, 0, 1, "", "boom")
 	task, epoch := dispatch(t, q, t0)
 	if task != 1 || epoch != 2 {
 		t.Fatalf("redispatch: task %d epoch %d", task, epoch)
@@ -86,7 +86,7 @@ func (s step) check(t *testing.T, q *Queues, i int) {
 	if s.op == "finish" {
 		rep, ch, err = q.Finish(s.task, s.pass, s.epoch, "", t0.Add(time.Second))
 	} else {
-		rep, ch, err = q.Fail(s.task, s.pass, s.epoch, "broken block")
+		rep, ch, err = q.Fail(s.task, s.pass, s.epoch, "", "broken block")
 	}
 	if !errors.Is(err, s.wantErr) || rep != s.want {
 		t.Fatalf("step %d: report %v error %v, want %v %v", i, rep, err, s.want, s.wantErr)
@@ -116,7 +116,7 @@ func TestReports(t *testing.T) {
 			{"finish", 0, 1, 0, wire.AlreadyDone, nil, Done},
 		}},
 		{"finish of an older epoch while pending again", func(q *Queues) {
-			q.Fail(0, 0, 1, "x")
+			q.Fail(0, 0, 1, "", "x")
 			q.Dispatch(t0, "") // task 2
 			q.Dispatch(t0, "") // task 0, epoch 2
 		}, []step{
@@ -142,7 +142,7 @@ func TestReports(t *testing.T) {
 			{"fail", 0, 1, 0, wire.AlreadyDone, nil, Done},
 		}},
 		{"fail of an older epoch", func(q *Queues) {
-			q.Fail(0, 0, 1, "x")
+			q.Fail(0, 0, 1, "", "x")
 			q.Dispatch(t0, "")
 			q.Dispatch(t0, "")
 		}, []step{{"fail", 0, 1, 0, wire.Superseded, nil, Pending}}},
@@ -169,7 +169,7 @@ func TestStalePassReport(t *testing.T) {
 	}
 	for _, op := range []func() (wire.Report, Change, error){
 		func() (wire.Report, Change, error) { return q.Finish(task, 0, epoch, "", t0) },
-		func() (wire.Report, Change, error) { return q.Fail(task, 0, epoch, "late") },
+		func() (wire.Report, Change, error) { return q.Fail(task, 0, epoch, "", "late") },
 	} {
 		if rep, ch, err := op(); rep != wire.StalePass || !ch.Empty() || err != nil {
 			t.Fatalf("report for pass 0 in pass 1: %v %+v %v", rep, ch, err)
@@ -191,7 +191,7 @@ func TestPassEnds(t *testing.T) {
 			return ch
 		}},
 		{"by failure past the limit", func(q *Queues, task, epoch int) Change {
-			_, ch, _ := q.Fail(task, 0, epoch, "bad block")
+			_, ch, _ := q.Fail(task, 0, epoch, "", "bad block")
 			return ch
 		}},
 		{"by discard after timeouts", func(q *Queues, task, epoch int) Change {
@@ -207,7 +207,7 @@ func TestPassEnds(t *testing.T) {
 			}
 			b, eb := dispatch(t, q, t0)
 			if tc.name != "by finish" { // use up the one retry first
-				q.Fail(b, 0, eb, "first failure")
+				q.Fail(b, 0, eb, "", "first failure")
 				b, eb = dispatch(t, q, t0)
 			}
 			ch := tc.last(q, b, eb)
@@ -285,9 +285,9 @@ func TestFailedListing(t *testing.T) {
 	q := newQueues(t, Config{MaxTimeouts: 1}, 2)
 	task, epoch := dispatch(t, q, t0)
 	dispatch(t, q, t0) // task 1 stays pending, so the pass goes on
-	q.Fail(task, 0, epoch, "first")
+	q.Fail(task, 0, epoch, "", "first")
 	task, epoch = dispatch(t, q, t0)
-	if rep, _, _ := q.Fail(task, 0, epoch, "unreadable block"); rep != wire.Recorded {
+	if rep, _, _ := q.Fail(task, 0, epoch, "", "unreadable block"); rep != wire.Recorded {
 		t.Fatalf("report %v", rep)
 	}
 	got := q.Tasks(Failed)
@@ -373,7 +373,7 @@ func TestRestore(t *testing.T) {
 	}
 	_, ch, _ := q.Finish(0, 1, 1, "", t0)
 	keep(ch)
-	_, ch, _ = q.Fail(2, 1, 1, "flaky")
+	_, ch, _ = q.Fail(2, 1, 1, "", "flaky")
 	keep(ch)
 
 	var records []Record
@@ -462,7 +462,7 @@ func TestFailureReasonIsBounded(t *testing.T) {
 		q := newQueues(t, Config{}, 1)
 		task, epoch := dispatch(t, q, t0)
 		reason := strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
-		_, ch, err := q.Fail(task, 0, epoch, reason)
+		_, ch, err := q.Fail(task, 0, epoch, "", reason)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -526,7 +526,7 @@ func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
 		keep(ch)
 		b, eb, ch, _ := q.Dispatch(t0, "")
 		keep(ch)
-		_, ch, _ = q.Fail(a, q.Pass(), ea, "bad block")
+		_, ch, _ = q.Fail(a, q.Pass(), ea, "", "bad block")
 		keep(ch)
 		_, ch, _ = q.Finish(b, q.Pass(), eb, "", t0)
 		keep(ch)

@@ -263,7 +263,7 @@ func TestReporterIsLeftToReport(t *testing.T) {
 	if _, _, err := q.Progress(1, 0, 1, 10, "slow", at(20)); err != nil {
 		t.Fatal(err)
 	}
-	if rep, _, err := q.Fail(1, 0, 1, "restarted"); rep != wire.Recorded || err != nil {
+	if rep, _, err := q.Fail(1, 0, 1, "slow", "restarted"); rep != wire.Recorded || err != nil {
 		t.Fatalf("fail: %v %v", rep, err)
 	}
 	if task, epoch, _, err := q.Dispatch(at(21), "slow"); task != 1 || epoch != 2 || err != nil {
