@@ -25,25 +25,8 @@ import (
 // line per call, 5.7 MB and 854 KB.
 func TestCallsThatChangeNothingDoNotGrowTheLog(t *testing.T) {
 	const calls = 5000
-	pattern := writeDataset(t, t.TempDir(), 1, 4)
-	out := &porttest.Log{}
-	log := logrus.New()
-	log.SetOutput(out)
-	log.SetLevel(logrus.InfoLevel)
 	clock := newFakeClock()
-	s, err := New(Config{ChunksPerTask: 1, Clock: clock, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	c, err := rpc.Dial("tcp", startPort(t, s, trainerport.Config{}).addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Call("Master.ReportDataset", []string{pattern}, new(int)); err != nil {
-		t.Fatal(err)
-	}
+	c, out := logPort(t, Config{Clock: clock})
 	var done, held wire.Task
 	if err := c.Call("Master.GetTask", wire.Task{Trainer: "a"}, &done); err != nil {
 		t.Fatal(err)
@@ -103,27 +86,9 @@ func TestCallsThatChangeNothingDoNotGrowTheLog(t *testing.T) {
 // held back; the Observer still hears of every one.
 func TestFailuresLogABurstPerInterval(t *testing.T) {
 	const failures = 3 * FailureLinesBurst
-	pattern := writeDataset(t, t.TempDir(), 1, 4)
-	out := &porttest.Log{}
-	log := logrus.New()
-	log.SetOutput(out)
-	log.SetLevel(logrus.InfoLevel)
 	clock := newFakeClock()
 	obs := &countingObserver{}
-	s, err := New(Config{ChunksPerTask: 1, Clock: clock, Log: log, Observer: obs,
-		Queue: taskqueue.Config{Passes: 1, MaxTimeouts: failures + 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	c, err := rpc.Dial("tcp", startPort(t, s, trainerport.Config{}).addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Call("Master.ReportDataset", []string{pattern}, new(int)); err != nil {
-		t.Fatal(err)
-	}
+	c, out := logPort(t, Config{Clock: clock, Observer: obs, Queue: taskqueue.Config{Passes: 1, MaxTimeouts: failures + 1}})
 	before := len(out.String())
 	for range failures {
 		var task wire.Task
@@ -163,3 +128,29 @@ type countingObserver struct {
 }
 
 func (o *countingObserver) Retried(string, TaskEvent, RetryCause) { o.retried.Add(1) }
+
+// logPort serves a service of cfg, logging at info level to the Log it
+// returns, on a trainer port, with a dataset of 4 one-chunk tasks
+// reported; it returns a connection to the port.
+func logPort(t *testing.T, cfg Config) (*rpc.Client, *porttest.Log) {
+	t.Helper()
+	out := &porttest.Log{}
+	log := logrus.New()
+	log.SetOutput(out)
+	log.SetLevel(logrus.InfoLevel)
+	cfg.ChunksPerTask, cfg.Log = 1, log
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c, err := rpc.Dial("tcp", startPort(t, s, trainerport.Config{}).addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Call("Master.ReportDataset", []string{writeDataset(t, t.TempDir(), 1, 4)}, new(int)); err != nil {
+		t.Fatal(err)
+	}
+	return c, out
+}

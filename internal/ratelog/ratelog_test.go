@@ -27,10 +27,7 @@ func TestLimiter(t *testing.T) {
 		{Interval, "a", `msg=a`},
 		{0, "b", `msg=b`},
 	}
-	var out bytes.Buffer
-	log := logrus.New()
-	log.SetOutput(&out)
-	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	log, out := textLog()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := New(Interval, func() time.Time { return now })
 	for i, s := range steps {
@@ -47,10 +44,7 @@ func TestLimiter(t *testing.T) {
 // TestLimiterKindIsTheFormat: lines of one format are one kind whatever
 // their arguments, and keep their fields.
 func TestLimiterKindIsTheFormat(t *testing.T) {
-	var out bytes.Buffer
-	log := logrus.New()
-	log.SetOutput(&out)
-	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	log, out := textLog()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := New(Interval, func() time.Time { return now })
 	for i := range 5 {
@@ -67,10 +61,7 @@ func TestLimiterKindIsTheFormat(t *testing.T) {
 // TestLimiterBurst: with a burst, the first lines of a kind in an interval
 // pass, the rest are held back and counted on the first line of the next.
 func TestLimiterBurst(t *testing.T) {
-	var out bytes.Buffer
-	log := logrus.New()
-	log.SetOutput(&out)
-	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	log, out := textLog()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := NewBurst(Interval, 3, func() time.Time { return now })
 	for i := range 10 {
@@ -84,4 +75,13 @@ func TestLimiterBurst(t *testing.T) {
 	if out.String() != want {
 		t.Fatalf("logged\n%s\nwant\n%s", out.String(), want)
 	}
+}
+
+// textLog is a logger writing plain lines without timestamps to out.
+func textLog() (*logrus.Logger, *bytes.Buffer) {
+	out := &bytes.Buffer{}
+	log := logrus.New()
+	log.SetOutput(out)
+	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	return log, out
 }
