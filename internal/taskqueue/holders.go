@@ -86,8 +86,12 @@ func newHolders() holders {
 }
 
 // apply moves a task from its old holder to its new one; a dispatch ends
-// the wait of a task kept from a trainer.
+// the wait of a task kept from a trainer. The same dispatch changed (its
+// progress, a tighter deadline) keeps its holder and what is known of it.
 func (h *holders) apply(task int, old, e *Entry) {
+	if old.Queue == Pending && e.Queue == Pending && old.Epoch == e.Epoch && old.Trainer == e.Trainer {
+		return
+	}
 	if old.Queue == Pending {
 		h.unhold(task)
 	}

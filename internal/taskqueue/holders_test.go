@@ -280,3 +280,26 @@ func TestHoldersApply(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressKeepsTheHoldersStart: a trainer finishes the task it held
+// while a prefetched one waited, then reports progress on the latter, now
+// the only task it holds: the waiting task still counts from that finish
+// (the report changed the same dispatch, not its holder), as the timeouts'
+// samples and the straggler policy read it.
+func TestProgressKeepsTheHoldersStart(t *testing.T) {
+	q := newQueues(t, Config{Timeout: time.Hour}, 2)
+	first, e1 := dispatchTo(t, q, t0, "a")
+	second, _ := dispatchTo(t, q, t0, "a")
+	if rep, _, err := q.Finish(first, 0, e1.Epoch, "a", at(10)); rep != wire.Recorded || err != nil {
+		t.Fatalf("finish: %v %v", rep, err)
+	}
+	if got := q.holders.started(q.Entry(second)); !got.Equal(at(10)) {
+		t.Fatalf("before the report the waiting task started at %v, want %v", got, at(10))
+	}
+	if rep, _, err := q.Progress(second, 0, 1, 5, "a", at(12)); rep.Report != wire.Recorded || err != nil {
+		t.Fatalf("progress: %v %v", rep.Report, err)
+	}
+	if got := q.holders.started(q.Entry(second)); !got.Equal(at(10)) {
+		t.Errorf("after the report the waiting task started at %v, want %v (its holder's finish)", got, at(10))
+	}
+}
