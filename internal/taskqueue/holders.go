@@ -89,14 +89,14 @@ func newHolders() holders {
 // the wait of a task kept from a trainer. The same dispatch changed (its
 // progress, a tighter deadline) keeps its holder and what is known of it.
 func (h *holders) apply(task int, old, e *Entry) {
-	if old.Queue == Pending && e.Queue == Pending && old.Epoch == e.Epoch && old.Trainer == e.Trainer {
-		return
-	}
-	if old.Queue == Pending {
+	same := old.Queue == Pending && e.Queue == Pending && old.Epoch == e.Epoch && old.Trainer == e.Trainer
+	if old.Queue == Pending && !same {
 		h.unhold(task)
 	}
 	if e.Queue == Pending {
-		h.hold(task, e.Trainer)
+		if !same {
+			h.hold(task, e.Trainer)
+		}
 		delete(h.avoid, task)
 	}
 }
