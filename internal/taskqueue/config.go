@@ -22,7 +22,7 @@ import (
 // change of deadlines is not part of any Change: a restored pending task gets
 // the deadline stored with it.
 type Config struct {
-	Passes      int           // passes over the dataset; default 1 (0 with Endless)
+	Passes int // passes over the dataset; default 1 (0 with Endless)
 	// Endless runs passes until the job is stopped: a pass ends and the
 	// next starts, and the queues are never all done (Passes is 0). The
 	// pass counter is an int32 in the store's entries, so that pass
