@@ -282,11 +282,11 @@ func (in queueInspection) print(w io.Writer) {
 	if in.AllDone {
 		fmt.Fprintf(w, "pass:       all %s done\n", plural(in.Passes, "pass", "passes"))
 	} else {
+		end := ""
 		if in.Endless {
-			fmt.Fprintf(w, "pass:       %d, no end\n", in.Pass)
-		} else {
-			fmt.Fprintf(w, "pass:       %d\n", in.Pass)
+			end = ", no end"
 		}
+		fmt.Fprintf(w, "pass:       %d%s\n", in.Pass, end)
 		pieces := ""
 		if in.Pieces > 0 {
 			pieces = fmt.Sprintf(" (%d tasks and %d pieces cut from stragglers)", d.Tasks, in.Pieces)

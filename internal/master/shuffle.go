@@ -28,13 +28,14 @@ func (s *datasetService) queueConfig(ds *dataset.Dataset, round int) taskqueue.C
 }
 
 // endless reports whether the passes of ds have no end: it says so, or
-// gives no passes of its own under a master whose -passes are without end.
-func endless(ds *dataset.Dataset, master taskqueue.Config) bool {
-	return ds.Endless || ds.Passes == 0 && master.Endless
+// gives no passes of its own under a master whose -passes are without end
+// (queue, the master's Config.Queue).
+func endless(ds *dataset.Dataset, queue taskqueue.Config) bool {
+	return ds.Endless || ds.Passes == 0 && queue.Endless
 }
 
-// passesPerRound is how many passes a round of ds runs: its own, else the
-// master's -passes (a bounded ds's: endless tells the others).
+// passesPerRound is how many passes a round of ds runs, for a ds with an
+// end (endless): its own, else the master's -passes.
 func (s *datasetService) passesPerRound(ds *dataset.Dataset) int {
 	switch {
 	case ds.Passes > 0:
