@@ -27,7 +27,8 @@ import (
 //
 // "patterns" (RecordIO files, as -dataset takes them) or "records" with
 // "records_per_task" (an index-range dataset); "chunks_per_task" and
-// "passes" (of one round) default to the flags'. Unknown keys are refused,
+// "passes" (of one round) default to the flags'; "passes": 0, given, runs
+// passes without end (wire.Dataset.Endless). Unknown keys are refused,
 // so that a misspelt one is not silently ignored. Every error names the
 // file and the line of the dataset it refuses (doc/operations.md).
 
@@ -163,6 +164,8 @@ func datasetOf(element map[string]json.RawMessage) (wire.Dataset, error) {
 			return d, errors.Errorf("field %q: want %s, not %s", key, field.want, dataset.Quote(string(element[key])))
 		}
 	}
+	_, passes := element["passes"]
+	d.Endless = passes && d.Passes == 0 // absent: the flags'
 	return d, nil
 }
 

@@ -41,9 +41,11 @@ type queueInspection struct {
 	// Passes are the dataset's passes up to the end of its round, when
 	// known: its own passes a round, or else inspect's -passes (the
 	// master's); 0: unknown. AllDone: every one is over (Pass == Passes),
-	// and the queues are empty.
+	// and the queues are empty. Endless: its passes have no end (stored
+	// so), and Passes is 0.
 	Passes  int            `json:"passes,omitempty"`
 	AllDone bool           `json:"all_done,omitempty"`
+	Endless bool           `json:"endless,omitempty"`
 	Counts  map[string]int `json:"counts"`           // tasks and pieces
 	Pieces  int            `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
 	Pending []taskSummary  `json:"pending"`
@@ -170,8 +172,8 @@ func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, 
 	q.Dataset = &datasetSummary{Patterns: ds.Patterns, Files: len(ds.Files), Chunks: ds.NumChunks(),
 		Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed,
 		RecordsPerTask: ds.RecordsPerTask, Passes: ds.Passes}
-	q.Round = snap.Round
-	if perRound := cmp.Or(ds.Passes, masterPasses); perRound > 0 {
+	q.Round, q.Endless = snap.Round, ds.Endless
+	if perRound := cmp.Or(ds.Passes, masterPasses); perRound > 0 && !ds.Endless {
 		q.Passes = perRound * (snap.Round + 1)
 	}
 	return q.summarise(snap.Pass, ds.NumTasks(), snap.Entries)
@@ -262,7 +264,10 @@ func (in queueInspection) print(w io.Writer) {
 	if d.ShuffleSeed != 0 {
 		order = fmt.Sprintf(", shuffle seed %d", d.ShuffleSeed)
 	}
-	if d.Passes != 0 {
+	switch {
+	case in.Endless:
+		order += ", passes without end"
+	case d.Passes != 0:
 		order += fmt.Sprintf(", %s a round", plural(d.Passes, "pass", "passes"))
 	}
 	if d.RecordsPerTask != 0 {
@@ -277,7 +282,11 @@ func (in queueInspection) print(w io.Writer) {
 	if in.AllDone {
 		fmt.Fprintf(w, "pass:       all %s done\n", plural(in.Passes, "pass", "passes"))
 	} else {
-		fmt.Fprintf(w, "pass:       %d\n", in.Pass)
+		end := ""
+		if in.Endless {
+			end = ", no end"
+		}
+		fmt.Fprintf(w, "pass:       %d%s\n", in.Pass, end)
 		pieces := ""
 		if in.Pieces > 0 {
 			pieces = fmt.Sprintf(" (%d tasks and %d pieces cut from stragglers)", d.Tasks, in.Pieces)

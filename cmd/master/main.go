@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.maxDatasets, "max-datasets", master.DefaultMaxDatasets, "most datasets a job holds: trainers declare no more")
 	fs.StringVar(&o.datasetRoot, "dataset-root", "", "every file of the dataset, reported or given by -dataset, must be inside this `directory` (symbolic links followed); others are refused unopened")
 	fs.IntVar(&o.chunksPerTask, "chunks-per-task", master.DefaultChunksPerTask, "RecordIO chunks grouped into one task")
-	fs.IntVar(&o.queue.Passes, "passes", taskqueue.DefaultPasses, "passes over the dataset")
+	fs.IntVar(&o.queue.Passes, "passes", taskqueue.DefaultPasses, "passes over the dataset; 0: without end, pass after pass until the job is stopped")
 	fs.DurationVar(&o.queue.Timeout, "task-timeout", taskqueue.DefaultTimeout, "longest timeout of a task, and the timeout until enough tasks finished to average")
 	fs.DurationVar(&o.queue.TimeoutMin, "task-timeout-min", taskqueue.DefaultTimeoutMin, "shortest timeout of a task")
 	fs.Float64Var(&o.queue.Factor, "task-timeout-factor", taskqueue.DefaultFactor, "timeout = factor x moving average of seconds per record x records of the task")
@@ -106,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, errors.Errorf("unexpected arguments %q", fs.Args())
 	}
+	o.queue.Endless = o.queue.Passes == 0
 	var err error
 	if o.queue.Stragglers, err = taskqueue.ParseStragglers(*stragglers); err != nil {
 		return o, errors.WithMessage(err, "-stragglers")

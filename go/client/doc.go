@@ -76,6 +76,9 @@
 //     a round already started is not started twice, and asking while one
 //     runs is answered wire.TextRoundRunning), and a new Records loop
 //     trains it, with the round's pass numbers.
+//     A dataset whose passes have no end (the master's -passes 0,
+//     wire.Dataset.Endless) has one round, and its loop runs until ctx
+//     ends or the loop is left: its Status says Passes 0, never AllDone.
 //   - Every blocking call takes a context first and returns soon after it
 //     ends. When the loop ends, or Close is called, the prefetch goroutine
 //     stops: nothing is left running.

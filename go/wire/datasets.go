@@ -26,6 +26,10 @@ import (
 // of the latter carries the range [Start, End) of record indexes, and the
 // trainer maps them to its own storage.
 //
+// A dataset without end (Dataset.Endless, or the master's -passes 0) runs
+// pass after pass until the job is stopped: its Status has Passes 0 and
+// never AllDone, and StartRound is refused (its round never ends).
+//
 // StartRound runs a dataset again once its passes are over: round r is the
 // r-th time its passes are run, from 0 (the declaration starts round 0).
 // Starting round r is idempotent: when several trainers ask, the first one
@@ -53,8 +57,13 @@ type Dataset struct {
 	Records        int64 `json:",omitempty"`
 	RecordsPerTask int64 `json:",omitempty"`
 	// Passes is how many passes a round of it runs; 0: the master's
-	// -passes.
+	// -passes (which may be without end).
 	Passes int `json:",omitempty"`
+	// Endless declares passes without end: each pass its own, until the
+	// job is stopped; Passes is then 0. A field of its own, so that 0
+	// keeps meaning the master's -passes; a master that predates it
+	// ignores it and runs its -passes (Status.Passes then is not 0).
+	Endless bool `json:",omitempty"`
 }
 
 // IsRange reports whether d declares an index-range dataset.

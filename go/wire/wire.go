@@ -193,7 +193,7 @@ type Status struct {
 	Round           int      `json:",omitempty"`
 	Datasets        []string `json:",omitempty"`
 	DatasetReported bool
-	Pass, Passes    int  // the current pass, from 0; Pass == Passes once all are done
+	Pass, Passes    int  // the current pass, from 0; Pass == Passes once all are done; Passes 0: no end
 	AllDone         bool // every pass is over: the queues below are all 0, RecordsDone too
 	Tasks           int  // tasks per pass
 	Todo, Pending   int  // tasks in each queue in the current pass

@@ -24,9 +24,11 @@ type Chunk struct {
 type Dataset struct {
 	// Name is the dataset's name in its job (wire.Dataset.Name), and Passes
 	// the passes of one of its rounds, 0 for the master's -passes; the
-	// master sets both when it accepts the dataset.
-	Name   string
-	Passes int
+	// master sets both when it accepts the dataset, and Endless when its
+	// passes have no end (declared so, or by the master's -passes 0).
+	Name    string
+	Passes  int
+	Endless bool
 	// RecordsPerTask, for an index-range dataset (range.go), is the
 	// records of a task; 0 for RecordIO files.
 	RecordsPerTask int64

@@ -56,7 +56,7 @@ func (d *Dataset) Range(task int) (start, end int64) {
 // Spec returns the declaration d was accepted for.
 func (d *Dataset) Spec() wire.Dataset {
 	if d.IsRange() {
-		return wire.Dataset{Name: d.Name, Records: d.records, RecordsPerTask: d.RecordsPerTask, Passes: d.Passes}
+		return wire.Dataset{Name: d.Name, Records: d.records, RecordsPerTask: d.RecordsPerTask, Passes: d.Passes, Endless: d.Endless}
 	}
-	return wire.Dataset{Name: d.Name, Patterns: d.Patterns, ChunksPerTask: d.ChunksPerTask, Passes: d.Passes}
+	return wire.Dataset{Name: d.Name, Patterns: d.Patterns, ChunksPerTask: d.ChunksPerTask, Passes: d.Passes, Endless: d.Endless}
 }

@@ -47,9 +47,11 @@ type meta struct {
 	// datasets: train), Passes the passes of a round (absent: the
 	// master's -passes), Kind "range" for an index-range dataset of
 	// Records in tasks of RecordsPerTask, without files or chunks (absent:
-	// RecordIO files).
+	// RecordIO files). Endless: passes without end (absent: as Passes
+	// says).
 	Name           string `json:"name,omitempty"`
 	Passes         int    `json:"passes,omitempty"`
+	Endless        bool   `json:"endless,omitempty"`
 	Kind           string `json:"kind,omitempty"`
 	RecordsPerTask int64  `json:"records_per_task,omitempty"`
 }
@@ -61,7 +63,7 @@ const kindRange = "range"
 func metaOf(ds *dataset.Dataset) meta {
 	m := meta{Format: Format, Patterns: ds.Patterns, ChunksPerTask: ds.ChunksPerTask,
 		Files: len(ds.Files), Chunks: ds.NumChunks(), Tasks: ds.NumTasks(), Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed,
-		Name: ds.Name, Passes: ds.Passes}
+		Name: ds.Name, Passes: ds.Passes, Endless: ds.Endless}
 	if ds.IsRange() {
 		m.Kind, m.RecordsPerTask = kindRange, ds.RecordsPerTask
 	}

@@ -72,6 +72,8 @@ func (s *Store) decodeMeta(b []byte) (meta, error) {
 		return m, badStatef(key, "holds format %d; this master reads format %d only (a newer master wrote it?)", m.Format, Format)
 	case m.Passes < 0:
 		return m, badStatef(key, "passes %d", m.Passes)
+	case m.Endless && m.Passes != 0:
+		return m, badStatef(key, "passes %d and endless", m.Passes)
 	case m.Kind == kindRange:
 		return m, s.checkRangeMeta(m)
 	case m.Kind != "":
@@ -143,7 +145,7 @@ func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Da
 		if err != nil {
 			return nil, badState(s.keys.meta(), err)
 		}
-		ds.ShuffleSeed, ds.Name, ds.Passes = m.ShuffleSeed, m.Name, m.Passes
+		ds.ShuffleSeed, ds.Name, ds.Passes, ds.Endless = m.ShuffleSeed, m.Name, m.Passes, m.Endless
 		return ds, nil
 	}
 	files, err := s.loadFiles(ctx, m.Files, rev)
@@ -168,7 +170,7 @@ func (s *Store) loadDataset(ctx context.Context, m meta, rev int64) (*dataset.Da
 	if err != nil {
 		return nil, badState(s.keys.meta(), err)
 	}
-	ds.ShuffleSeed, ds.Name, ds.Passes = m.ShuffleSeed, m.Name, m.Passes
+	ds.ShuffleSeed, ds.Name, ds.Passes, ds.Endless = m.ShuffleSeed, m.Name, m.Passes, m.Endless
 	return ds, nil
 }
 

@@ -70,6 +70,7 @@ func TestLoadRefusesBadState(t *testing.T) {
 		{"a chunk of a file that does not exist", "chunks/000000", badPage, "chunk 94 (file 100", nil, ""},
 		{"chunk page not gzip", "chunks/000000", "not gzip", "gzip", nil, ""},
 		{"file page not JSON", "files/000000", `["a",`, "unexpected end of JSON input", nil, ""},
+		{"passes of a dataset without end", "meta", meta(func(m map[string]any) { m["passes"] = 2; m["endless"] = true }), "passes 2 and endless", nil, ""},
 		{"negative pass", "pass", `{"pass":-1}`, "pass -1", nil, ""},
 		{"pass not JSON", "pass", `{`, "unexpected end of JSON input", nil, ""},
 	} {

@@ -63,6 +63,7 @@ func (s *datasetService) build(d wire.Dataset) (*dataset.Dataset, error) {
 		return nil, errors.WithMessagef(err, "master: dataset %q", d.Name)
 	}
 	ds.Name, ds.Passes, ds.ShuffleSeed = d.Name, d.Passes, s.cfg.ShuffleSeed
+	ds.Endless = d.Endless || d.Passes == 0 && s.cfg.Queue.Endless // stored, so that inspect and a standby know it
 	return ds, nil
 }
 
@@ -155,6 +156,9 @@ func describeDataset(d wire.Dataset) string {
 	}
 	if d.Passes != 0 {
 		fmt.Fprintf(&b, ", passes a round: %d", d.Passes)
+	}
+	if d.Endless {
+		b.WriteString(", passes without end")
 	}
 	return b.String()
 }

@@ -196,6 +196,8 @@ func checkDeclaration(d wire.Dataset) error {
 		return errors.Errorf("dataset %q gives neither files nor a number of records", d.Name)
 	case d.ChunksPerTask < 0 || d.Passes < 0:
 		return errors.Errorf("dataset %q: %d chunks per task, %d passes (want 0, the master's, or more)", d.Name, d.ChunksPerTask, d.Passes)
+	case d.Endless && d.Passes != 0:
+		return errors.Errorf("dataset %q: %d passes a round, and passes without end: give one or the other", d.Name, d.Passes)
 	case d.IsRange():
 		if _, err := dataset.NewRange(d.Records, d.RecordsPerTask); err != nil {
 			return errors.WithMessagef(err, "dataset %q", d.Name)

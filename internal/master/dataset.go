@@ -85,14 +85,15 @@ func (s *datasetService) restore(ctx context.Context) (bool, error) {
 
 // matches reports whether a declaration or report d describes the accepted
 // dataset of spec: the same name, files or range; and the same chunks per
-// task and passes where d gives them (zero: whatever the master chose).
+// task and passes where d gives them (zero: whatever the master chose, no
+// end included).
 func matches(spec, d wire.Dataset) bool {
 	switch {
 	case spec.Name != d.Name || spec.IsRange() != d.IsRange():
 		return false
 	case d.ChunksPerTask != 0 && d.ChunksPerTask != spec.ChunksPerTask:
 		return false
-	case d.Passes != 0 && d.Passes != spec.Passes:
+	case d.Passes != 0 && d.Passes != spec.Passes || d.Endless && !spec.Endless:
 		return false
 	}
 	return slices.Equal(spec.Patterns, d.Patterns) && spec.Records == d.Records && spec.RecordsPerTask == d.RecordsPerTask

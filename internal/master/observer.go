@@ -102,6 +102,7 @@ type JobState struct {
 	Records        int64 // per pass
 	Pass, Passes   int   // Pass == Passes once all are done
 	AllDone        bool
+	Endless        bool // passes without end: Passes is 0, AllDone never
 	Todo, Pending  int
 	Done, Failed   int
 	RecordsDone    int64 // records of the tasks done in this pass
@@ -128,7 +129,7 @@ func (s *datasetService) Job() (JobState, bool) {
 		Name: s.name, Round: s.round, RecordsPerTask: s.ds.RecordsPerTask,
 		Patterns: s.ds.Patterns, Files: len(s.ds.Files), Chunks: s.ds.NumChunks(), ChunksPerTask: s.ds.ChunksPerTask,
 		Tasks: s.q.NumTasks(), Records: s.ds.NumRecords(),
-		Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(),
+		Pass: s.q.Pass(), Passes: s.q.Passes(), AllDone: s.q.AllDone(), Endless: s.q.Passes() == 0,
 		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
 		RecordsDone: s.q.DoneRecords(), Pieces: s.q.Pieces(), Discarded: s.q.FirstTasks(taskqueue.Failed, MaxShownDiscarded),

@@ -33,6 +33,8 @@ func (s *datasetService) startRound(ctx context.Context, round int) (int, effect
 		return s.round, effect{}, nil
 	case round > s.round+1:
 		return 0, effect{}, errors.Errorf("master: dataset %q is at round %d: round %d cannot start before round %d", s.name, s.round, round, s.round+1)
+	case s.q.Passes() == 0:
+		return 0, effect{}, errors.Errorf("master: dataset %q runs passes without end (at pass %d): its round %d never ends, so round %d never starts", s.name, s.q.Pass(), s.round, round)
 	case !s.q.AllDone():
 		return 0, effect{}, wire.WithKind(errRoundRunning, errors.Errorf("dataset %q is at pass %d of round %d (passes %d to %d); round %d starts once it is over",
 			s.name, s.q.Pass(), s.round, s.q.Passes()-s.passesPerRound(s.ds), s.q.Passes()-1, round))

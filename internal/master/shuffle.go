@@ -19,12 +19,23 @@ import (
 func (s *datasetService) queueConfig(ds *dataset.Dataset, round int) taskqueue.Config {
 	cfg := s.cfg.Queue
 	cfg.Seed = ds.ShuffleSeed
-	cfg.Passes = s.passesPerRound(ds) * (round + 1)
+	cfg.Endless = endless(ds, s.cfg.Queue)
+	cfg.Passes = 0
+	if !cfg.Endless {
+		cfg.Passes = s.passesPerRound(ds) * (round + 1)
+	}
 	return cfg
 }
 
-// passesPerRound is how many passes a round of ds runs: its own, else the
-// master's -passes.
+// endless reports whether the passes of ds have no end: it says so, or
+// gives no passes of its own under a master whose -passes are without end
+// (queue, the master's Config.Queue).
+func endless(ds *dataset.Dataset, queue taskqueue.Config) bool {
+	return ds.Endless || ds.Passes == 0 && queue.Endless
+}
+
+// passesPerRound is how many passes a round of ds runs, for a ds with an
+// end (endless): its own, else the master's -passes.
 func (s *datasetService) passesPerRound(ds *dataset.Dataset) int {
 	switch {
 	case ds.Passes > 0:

@@ -339,7 +339,7 @@ func (m *Monitor) jobStatus(j master.JobState, now time.Time) *statusapi.JobStat
 	js := &statusapi.JobStatus{
 		Name: j.Name, Round: j.Round, RecordsPerTask: j.RecordsPerTask,
 		Dataset: j.Patterns, Files: j.Files, Chunks: j.Chunks, ChunksPerTask: j.ChunksPerTask, Tasks: j.Tasks,
-		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone,
+		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone, Endless: j.Endless,
 		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone, Pieces: j.Pieces,
 		RecordsPerSecond: m.rate(j.Name, now),
 		Discarded:        []statusapi.DiscardedTask{},

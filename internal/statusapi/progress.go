@@ -31,8 +31,12 @@ func (j *JobStatus) Share() float64 {
 }
 
 // JobPercent is the share of the passes started done, in whole percents
-// rounded down: at most 99 until all passes are done.
+// rounded down: at most 99 until all passes are done. Without end, it is
+// the current pass's (Percent).
 func (j *JobStatus) JobPercent() int {
+	if j.Endless {
+		return j.Percent()
+	}
 	if j.AllDone || j.Passes <= 0 {
 		return 100
 	}
@@ -41,12 +45,15 @@ func (j *JobStatus) JobPercent() int {
 
 // ETAs returns the seconds left to the end of this pass and of the last
 // pass at RecordsPerSecond: nil while no rate is known, and once all
-// passes are done.
+// passes are done; the last pass's is nil without end.
 func (j *JobStatus) ETAs() (pass, job *float64) {
 	if j.RecordsPerSecond <= 0 || j.AllDone {
 		return nil, nil
 	}
 	p := float64(j.Records-j.RecordsDone) / j.RecordsPerSecond
+	if j.Endless {
+		return &p, nil
+	}
 	all := p + float64(j.Passes-j.Pass-1)*float64(j.Records)/j.RecordsPerSecond
 	return &p, &all
 }

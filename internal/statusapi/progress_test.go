@@ -20,6 +20,9 @@ func TestProgress(t *testing.T) {
 		{"all done", JobStatus{Records: 1000, Pass: 3, Passes: 3, AllDone: true, RecordsPerSecond: 5}, 0, 100, 0, -1, -1},
 		{"no records: tasks count", JobStatus{Done: 3, Tasks: 6, Passes: 2}, 50, 25, 0.5, -1, -1},
 		{"nothing at all", JobStatus{RecordsDone: 1}, 0, 100, 0, -1, -1},
+		{"without end: the pass's share, no job ETA", JobStatus{Records: 1000, RecordsDone: 420, Pass: 11, Endless: true, RecordsPerSecond: 10},
+			42, 42, 0.42, 58, -1},
+		{"without end, not started", JobStatus{Records: 1000, Pass: 3, Endless: true}, 0, 0, 0, -1, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := tc.j

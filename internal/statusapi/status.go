@@ -55,26 +55,31 @@ type JobStatus struct {
 	Round int `json:"round,omitempty"`
 	// RecordsPerTask is set for an index-range dataset, which has no files
 	// and no chunks: its tasks are ranges of that many record indexes.
-	RecordsPerTask   int64    `json:"records_per_task,omitempty"`
-	Dataset          []string `json:"dataset"` // the file patterns; empty for an index-range dataset
-	Files            int      `json:"files"`
-	Chunks           int      `json:"chunks"`
-	ChunksPerTask    int      `json:"chunks_per_task"`
-	Tasks            int      `json:"tasks"`            // per pass
-	Records          int64    `json:"records_per_pass"` // per pass
-	Pass             int      `json:"pass"`             // from 0; equals Passes once all are done
-	Passes           int      `json:"passes"`
-	AllDone          bool     `json:"all_done"`
-	Todo             int      `json:"todo"`
-	Pending          int      `json:"pending"`
-	Done             int      `json:"done"`
-	Failed           int      `json:"failed"`             // discarded for this pass
-	RecordsDone      int64    `json:"records_done"`       // this pass
-	Pieces           int      `json:"pieces,omitempty"`   // cut from stragglers in this pass, counted in the queues beside the tasks
-	RecordsPerSecond float64  `json:"records_per_second"` // finishes of this dataset, over the last minute
+	RecordsPerTask int64    `json:"records_per_task,omitempty"`
+	Dataset        []string `json:"dataset"` // the file patterns; empty for an index-range dataset
+	Files          int      `json:"files"`
+	Chunks         int      `json:"chunks"`
+	ChunksPerTask  int      `json:"chunks_per_task"`
+	Tasks          int      `json:"tasks"`            // per pass
+	Records        int64    `json:"records_per_pass"` // per pass
+	Pass           int      `json:"pass"`             // from 0; equals Passes once all are done
+	Passes         int      `json:"passes"`           // 0 when Endless
+	AllDone        bool     `json:"all_done"`
+	// Endless: the dataset runs pass after pass until the job is stopped
+	// (-passes 0, wire.Dataset.Endless); it has no job ETA, and its share
+	// done is the current pass's.
+	Endless          bool    `json:"endless,omitempty"`
+	Todo             int     `json:"todo"`
+	Pending          int     `json:"pending"`
+	Done             int     `json:"done"`
+	Failed           int     `json:"failed"`             // discarded for this pass
+	RecordsDone      int64   `json:"records_done"`       // this pass
+	Pieces           int     `json:"pieces,omitempty"`   // cut from stragglers in this pass, counted in the queues beside the tasks
+	RecordsPerSecond float64 `json:"records_per_second"` // finishes of this dataset, over the last minute
 	// PassETASeconds and JobETASeconds are the time left to the end of
 	// this pass and of the last (of the current round) at the dataset's
-	// current rate; nil while no rate is known.
+	// current rate; nil while no rate is known, and JobETASeconds for a
+	// dataset without end.
 	PassETASeconds *float64 `json:"pass_eta_seconds"`
 	JobETASeconds  *float64 `json:"job_eta_seconds"`
 	// Discarded are the tasks discarded for this pass (at most

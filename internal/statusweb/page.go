@@ -141,9 +141,12 @@ func newPageView(st statusapi.Status, refresh time.Duration, scheme, host string
 		v.Passes, v.JobPct = passRows(j), j.JobPercent()
 		v.Queues = queues(j)
 		v.MoreGone = max(0, j.Failed-len(j.Discarded))
-		if j.AllDone {
+		switch {
+		case j.AllDone:
 			v.Title = "all " + plural(j.Passes, "pass", "passes") + " done"
-		} else {
+		case j.Endless:
+			v.Title = fmt.Sprintf("pass %d, no end, %d%%", j.Pass+1, j.Percent())
+		default:
 			v.Title = fmt.Sprintf("pass %d/%d, %d%%", j.Pass+1, j.Passes, j.Percent())
 		}
 	}
@@ -168,7 +171,8 @@ func newSetRow(j *statusapi.JobStatus) setRow {
 	return r
 }
 
-// passRows returns the bars of the passes.
+// passRows returns the bars of the passes: without end, the passes done
+// and the current one.
 func passRows(j *statusapi.JobStatus) []passRow {
 	done := func(first, last int) passRow {
 		return passRow{Label: passRange(first, last), State: "done", First: first, Percent: "100.00", Detail: "done"}
@@ -177,6 +181,12 @@ func passRows(j *statusapi.JobStatus) []passRow {
 		return passRow{Label: passRange(first, last), State: "todo", First: first, Percent: "0.00", Detail: "to come"}
 	}
 	var rows []passRow
+	if j.Endless {
+		if j.Pass > 0 {
+			rows = append(rows, done(1, j.Pass))
+		}
+		return append(rows, currentRow(j))
+	}
 	if j.Passes <= maxPassBars {
 		for p := 1; p <= j.Passes; p++ {
 			switch {

@@ -22,7 +22,12 @@ import (
 // change of deadlines is not part of any Change: a restored pending task gets
 // the deadline stored with it.
 type Config struct {
-	Passes      int           // passes over the dataset; default 1
+	Passes int // passes over the dataset; default 1 (0 with Endless)
+	// Endless runs passes until the job is stopped: a pass ends and the
+	// next starts, and the queues are never all done (Passes is 0). The
+	// pass counter is an int32 in the store's entries, so that pass
+	// math.MaxInt32 ends them, some 2 billion passes on.
+	Endless     bool
 	Timeout     time.Duration // upper bound and initial timeout; default 10m
 	TimeoutMin  time.Duration // lower bound; default 10s
 	Factor      float64       // multiple of the average; default 3
@@ -59,7 +64,7 @@ const (
 
 // withDefaults fills zero fields and checks the rest.
 func (c Config) withDefaults() (Config, error) {
-	if c.Passes == 0 {
+	if c.Passes == 0 && !c.Endless {
 		c.Passes = DefaultPasses
 	}
 	if c.Timeout == 0 {
@@ -86,6 +91,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Passes < 0 || c.Passes > math.MaxInt32:
 		return c, errors.Errorf("taskqueue: passes must be between 1 and %d, not %d", math.MaxInt32, c.Passes)
+	case c.Endless && c.Passes != 0:
+		return c, errors.Errorf("taskqueue: %d passes given to queues without end", c.Passes)
 	case c.Timeout < 0 || c.TimeoutMin < 0:
 		return c, errors.Errorf("taskqueue: timeouts must be positive, not %v and %v", c.Timeout, c.TimeoutMin)
 	case c.TimeoutMin > c.Timeout:

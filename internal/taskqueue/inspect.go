@@ -8,11 +8,13 @@ import (
 // Pass returns the current pass; it equals Passes once all are done.
 func (q *Queues) Pass() int { return q.pass }
 
-// Passes returns the number of passes configured.
+// Passes returns the number of passes configured; 0 for queues without
+// end (Config.Endless).
 func (q *Queues) Passes() int { return q.cfg.Passes }
 
-// AllDone reports whether every pass is over.
-func (q *Queues) AllDone() bool { return q.pass == q.cfg.Passes }
+// AllDone reports whether every pass is over; never for queues without
+// end (but at their counter's bound, Config.Endless).
+func (q *Queues) AllDone() bool { return q.pass == q.end() }
 
 // NumTasks returns the number of tasks of the dataset.
 func (q *Queues) NumTasks() int { return q.tasks }

@@ -100,7 +100,7 @@ func (q *Queues) startPass(p int) {
 	q.todo, q.todoHead = q.todo[:0], 0
 	q.nextSeq = int64(len(q.entries))
 	q.nextFront = -1
-	if p == q.cfg.Passes {
+	if p == q.end() {
 		return
 	}
 	q.counts[Todo] = len(q.entries)
@@ -167,7 +167,7 @@ func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Ch
 // dispatch instead (stragglers.go); relief then says what it did, for the
 // log, and is nil otherwise.
 func (q *Queues) DispatchFor(now time.Time, trainer string, f Finished) (task, epoch int, ch Change, relief *Relief, err error) {
-	if q.pass == q.cfg.Passes {
+	if q.pass == q.end() {
 		return 0, 0, Change{}, nil, ErrAllDone
 	}
 	i, ok := q.nextFor(trainer, now)
@@ -337,9 +337,18 @@ func (q *Queues) change(task int, e Entry) Change {
 	return ch
 }
 
+// end is the pass that follows the last one: Passes, or for queues
+// without end the counter's bound (Config.Endless).
+func (q *Queues) end() int {
+	if q.cfg.Endless {
+		return math.MaxInt32
+	}
+	return q.cfg.Passes
+}
+
 // AddPasses runs n more passes once every pass is done (a dataset's next
 // round): the pass after the last one starts, every task untouched. The
-// change writes only the pass.
+// change writes only the pass. Queues without end never are all done.
 func (q *Queues) AddPasses(n int) (Change, error) {
 	if !q.AllDone() {
 		return Change{}, kindf(ErrPassesRunning, "pass %d of %d", q.pass, q.cfg.Passes)

@@ -60,7 +60,7 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 		return nil, errors.Errorf("taskqueue: stored pass %d is negative or too large", pass)
 	}
 	q := emptyQueues(cfg, numTasks, records)
-	q.startPass(min(pass, cfg.Passes))
+	q.startPass(min(pass, q.end()))
 	if stored != nil {
 		for r, err := range stored {
 			if err != nil {

@@ -53,19 +53,19 @@ func render(st statusapi.Status, width int, now time.Time) []string {
 	if j.AllDone {
 		add("passes   all %d done", j.Passes)
 	} else {
-		head := fmt.Sprintf("pass %d/%d ", j.Pass+1, j.Passes)
+		head := passOf(j) + " "
 		tail := fmt.Sprintf(" %3d%%  %d/%d records", j.Percent(), j.RecordsDone, j.Records)
 		bar := min(max(width-utf8.RuneCountInString(head+tail)-2, 10), maxBar)
 		add("%s[%s]%s", head, progressBar(j, bar), tail)
-		add("rate     %s rec/s   eta pass %s, job %s", formatRate(j.RecordsPerSecond), formatETA(j.PassETASeconds), formatETA(j.JobETASeconds))
+		add("rate     %s rec/s   eta pass %s, job %s", formatRate(j.RecordsPerSecond), formatETA(j.PassETASeconds), jobETA(j))
 		add("queues   todo %d  pending %d  done %d  failed %d  (of %d tasks)", j.Todo, j.Pending, j.Done, j.Failed, j.Tasks)
 	}
 	for _, d := range st.Datasets { // the others than train, one line each
 		if d.AllDone {
 			add("%-8s round %d done (%s)", d.Name, d.Round+1, passCount(d.Passes))
 		} else {
-			add("%-8s round %d, pass %d/%d %3d%%  %d/%d records, todo %d pending %d done %d failed %d", d.Name, d.Round+1,
-				d.Pass+1, d.Passes, d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
+			add("%-8s round %d, %s %3d%%  %d/%d records, todo %d pending %d done %d failed %d", d.Name, d.Round+1,
+				passOf(&d), d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
 		}
 	}
 	shown := st.Trainers[:min(len(st.Trainers), shownTrainers)]
@@ -136,9 +136,9 @@ func summary(st statusapi.Status) string {
 		parts = append(parts, "all "+passCount(j.Passes)+" done")
 	default:
 		parts = append(parts,
-			fmt.Sprintf("pass %d/%d %d%%", j.Pass+1, j.Passes, j.Percent()),
+			fmt.Sprintf("%s %d%%", passOf(j), j.Percent()),
 			formatRate(j.RecordsPerSecond)+" rec/s",
-			fmt.Sprintf("eta pass %s job %s", formatETA(j.PassETASeconds), formatETA(j.JobETASeconds)))
+			fmt.Sprintf("eta pass %s job %s", formatETA(j.PassETASeconds), jobETA(j)))
 	}
 	if j != nil && !j.AllDone {
 		parts = append(parts, fmt.Sprintf("todo %d pending %d done %d failed %d", j.Todo, j.Pending, j.Done, j.Failed))
@@ -175,6 +175,23 @@ func leaderText(st statusapi.Status) string {
 		return "unknown: " + st.MastersError
 	}
 	return "unknown"
+}
+
+// passOf names the current pass of j, from 1: "pass 3/5", or without
+// end "pass 12, no end".
+func passOf(j *statusapi.JobStatus) string {
+	if j.Endless {
+		return fmt.Sprintf("pass %d, no end", j.Pass+1)
+	}
+	return fmt.Sprintf("pass %d/%d", j.Pass+1, j.Passes)
+}
+
+// jobETA is the time left to the job's end: none without end.
+func jobETA(j *statusapi.JobStatus) string {
+	if j.Endless {
+		return "no end"
+	}
+	return formatETA(j.JobETASeconds)
 }
 
 // passCount is n passes in words: "1 pass", "2 passes".

@@ -118,6 +118,14 @@ func TestWatchRender(t *testing.T) {
 		{name: "an index-range train", width: 100, edit: func(st *statusapi.Status) {
 			st.Job.Dataset, st.Job.Files, st.Job.Chunks, st.Job.ChunksPerTask, st.Job.RecordsPerTask = []string{}, 0, 0, 0, 1000
 		}, has: []string{"dataset  index range: 52 tasks of 1000 records, 16000 records a pass"}},
+		{name: "passes without end", width: 100, edit: func(st *statusapi.Status) {
+			st.Job.Pass, st.Job.Passes, st.Job.Endless, st.Job.JobETASeconds = 11, 0, true, nil
+			st.Datasets = []statusapi.JobStatus{{Name: "eval", RecordsPerTask: 10, Tasks: 10, Records: 100, Pass: 2, Endless: true, Todo: 10}}
+		}, has: []string{
+			"pass 12, no end [#####################.............................]  42%  6720/16000 records",
+			"rate     1234 rec/s   eta pass 8s, job no end",
+			"eval     round 1, pass 3, no end   0%  0/100 records, todo 10 pending 0 done 0 failed 0"},
+			lacks: []string{"/0 ", "passes   all"}},
 		{name: "all passes done", width: 80, edit: func(st *statusapi.Status) {
 			j := st.Job
 			j.AllDone, j.Pass, j.Todo, j.Pending, j.Done, j.PassETASeconds, j.JobETASeconds = true, 3, 0, 0, 0, nil, nil
@@ -169,6 +177,9 @@ func TestWatchSummary(t *testing.T) {
 		{"unknown rate", func(st *statusapi.Status) {
 			st.Job.RecordsPerSecond, st.Job.PassETASeconds, st.Job.JobETASeconds, st.Trainers = 0, nil, nil, nil
 		}, "pass 2/3 42% | 0 rec/s | eta pass unknown job unknown | todo 20 pending 6 done 26 failed 0" + leader},
+		{"without end", func(st *statusapi.Status) {
+			st.Job.Pass, st.Job.Passes, st.Job.Endless, st.Job.JobETASeconds, st.Trainers = 11, 0, true, nil, nil
+		}, "pass 12, no end 42% | 1234 rec/s | eta pass 8s job no end | todo 20 pending 6 done 26 failed 0" + leader},
 		{"no job yet", func(st *statusapi.Status) { st.Job, st.Trainers = nil, nil },
 			"no job yet: waiting for a trainer to report the dataset" + leader},
 		{"standby", func(st *statusapi.Status) { st.Leading, st.Job, st.Trainers = false, nil, nil },

@@ -406,6 +406,33 @@ def test_declare_sends_only_the_fields_given():
     ]
 
 
+def test_declare_sends_endless_only_when_asked():
+    c = _Wire(dataset="eval")
+    c.declare(records=100, records_per_task=10, endless=True)
+    c.declare(records=100, records_per_task=10, endless=False)
+    assert c.sent == [
+        ("DeclareDataset", {"Name": "eval", "Records": 100, "RecordsPerTask": 10, "Endless": True}),
+        ("DeclareDataset", {"Name": "eval", "Records": 100, "RecordsPerTask": 10}),
+    ]
+
+
+def test_an_endless_dataset_runs_pass_after_pass_until_stopped(master):
+    _, addr = master()
+    with Client(addr, dataset="steps", name="stepper") as c:
+        c.declare(records=30, records_per_task=10, endless=True)
+        seen = defaultdict(list)
+        for r in c.records():
+            seen[r.pass_].append(r.index)
+            if len(seen) > 4:
+                break
+        st = c.dataset_status()
+    assert [sorted(seen[p]) for p in range(4)] == [list(range(30))] * 4
+    assert st["Passes"] == 0 and not st["AllDone"] and st["Pass"] >= 4
+    with Client(addr, dataset="steps") as c:
+        with pytest.raises(MasterError, match="runs passes without end"):
+            c.start_round(1)
+
+
 class _Forgetful:
     """A connection to a master that forgets every dataset as soon as it is
     declared."""

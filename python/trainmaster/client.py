@@ -74,7 +74,8 @@ class Client:
 
     def declare(self, name: Optional[str] = None, *, patterns: Optional[Sequence[str]] = None,
                 records: Optional[int] = None, records_per_task: Optional[int] = None,
-                chunks_per_task: Optional[int] = None, passes: Optional[int] = None) -> None:
+                chunks_per_task: Optional[int] = None, passes: Optional[int] = None,
+                endless: bool = False) -> None:
         """Declares a named dataset (Master.DeclareDataset; name defaults to
         this client's dataset): RecordIO files (patterns, cut into tasks of
         chunks_per_task chunks), or an index-range dataset of records
@@ -82,14 +83,16 @@ class Client:
         range of record indexes [Start, End) they cover and whose records
         records() yields as indexes (Record.index). passes is how many
         passes a round runs. A field not given (or 0) is left to the
-        master (its -chunks-per-task, -passes). The first declaration of a
+        master (its -chunks-per-task, -passes). endless runs passes without
+        end, until the job is stopped (passes not given then): records()
+        never ends of itself. The first declaration of a
         name decides it; a later one must describe the same dataset, or is
         refused (MasterError naming both). A declaration accepted is
         remembered and sent again to a master that answers "dataset not
         reported" for that dataset, as report_dataset's patterns are."""
         name = name or self.dataset
         given = {"Patterns": list(patterns) if patterns is not None else None, "ChunksPerTask": chunks_per_task,
-                 "Records": records, "RecordsPerTask": records_per_task, "Passes": passes}
+                 "Records": records, "RecordsPerTask": records_per_task, "Passes": passes, "Endless": endless}
         d = Dataset(Name=name, **{key: value for key, value in given.items() if value})  # type: ignore[typeddict-item]
         self._call("DeclareDataset", d)
         self._calls.remember(name, "DeclareDataset", d)

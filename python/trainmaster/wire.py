@@ -118,6 +118,7 @@ class Dataset(TypedDict, total=False):
     Records: int
     RecordsPerTask: int
     Passes: int
+    Endless: bool  # passes without end, until the job is stopped (Passes 0)
 
 
 def root(task: Task) -> int:
