@@ -67,7 +67,7 @@ func TestContractTexts(t *testing.T) {
 	want := map[string]string{
 		"TextNoTask": wire.TextNoTask, "TextAllDone": wire.TextAllDone, "TextNoDataset": wire.TextNoDataset,
 		"TextNotServing": wire.TextNotServing, "TextUnauthorized": wire.TextUnauthorized,
-		"TextRoundRunning": wire.TextRoundRunning,
+		"TextRoundRunning": wire.TextRoundRunning, "TextPassOver": wire.TextPassOver,
 	}
 	if got := readContract(t).Texts; !maps.Equal(got, want) {
 		t.Errorf("texts %v, want %v", got, want)
@@ -75,6 +75,7 @@ func TestContractTexts(t *testing.T) {
 	for text, err := range map[string]error{
 		wire.TextNoTask: wire.ErrNoTask, wire.TextAllDone: wire.ErrAllDone, wire.TextNoDataset: wire.ErrNoDataset,
 		wire.TextNotServing: wire.ErrNotServing, wire.TextUnauthorized: wire.ErrUnauthorized,
+		wire.TextPassOver: wire.ErrPassOver,
 	} {
 		if err.Error() != text || !wire.Is(wire.WithKind(err, os.ErrNotExist), text) {
 			t.Errorf("%q: the error carries %q", text, err)
