@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from conftest import ROOT, binary
-from trainmaster import AllDone, Client, MasterError, NoDataset, NoTask, NotServing, RoundRunning, Unauthorized
+from trainmaster import (AllDone, Client, MasterError, NoDataset, NoTask, NotServing, PassOver, RoundRunning,
+                         Unauthorized)
 from trainmaster import errors, recordio, wire
 from trainmaster.shuffle import shuffle
 
@@ -32,7 +33,7 @@ def test_report_codes():
 
 
 _RAISED = {"TextNoTask": NoTask, "TextAllDone": AllDone, "TextNoDataset": NoDataset, "TextNotServing": NotServing,
-           "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning}
+           "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning, "TextPassOver": PassOver}
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT["texts"]))

@@ -1,4 +1,6 @@
-"""A PyTorch IterableDataset over the master's tasks.
+"""A PyTorch IterableDataset over the master's tasks, one pass per
+iteration: `for epoch in range(passes): for batch in loader:` trains pass
+`epoch` in each epoch.
 
 With a DataLoader and num_workers > 1, each worker process is a trainer of
 its own (its own connection, its own tasks): the master hands each task of a
@@ -35,8 +37,16 @@ __all__ = ["TaskDataset"]
 
 
 class TaskDataset(torch.utils.data.IterableDataset):
-    """Yields transform(record) for every record the master hands this
-    process, until all passes are done. The master is at addr, or found
+    """Yields transform(record) for every record of one pass the master
+    hands this process: each iteration over it (each `for batch in
+    loader:`) is one pass, the first pass 0, the next pass 1, and so on
+    (Client.records(per_pass=True)); an iteration begun once all passes
+    are done yields nothing. An iteration trains the pass current at the
+    master when it begins, and ends when the master moves past it: with a
+    DataLoader's workers, each a trainer, a worker that finds no task waits
+    until the others' tasks of the pass are done, so that the epoch ends
+    when the pass does. per_pass=False yields every pass in one iteration,
+    until all are done. The master is at addr, or found
     through etcd at endpoints; dataset, if given (glob patterns of RecordIO
     files), is reported first as the dataset train. name is the trainer's
     name the master shows, default "hostname-pid-xxxx": each DataLoader
@@ -54,7 +64,7 @@ class TaskDataset(torch.utils.data.IterableDataset):
     def __init__(self, *, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
                  dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
                  transform: Optional[Callable[[Union[bytes, int]], Any]] = None, prefetch: int = 1,
-                 name: Optional[str] = None, dataset_name: str = DEFAULT_DATASET) -> None:
+                 name: Optional[str] = None, dataset_name: str = DEFAULT_DATASET, per_pass: bool = True) -> None:
         super().__init__()
         if (addr is None) == (endpoints is None):
             raise ValueError("give either addr or endpoints")
@@ -65,6 +75,7 @@ class TaskDataset(torch.utils.data.IterableDataset):
             raise TypeError(f"dataset_name is a dataset's name, not {type(dataset_name).__name__} "
                             "(the files of train are dataset=)")
         self.dataset_name = dataset_name or DEFAULT_DATASET
+        self.per_pass = per_pass
 
     def __iter__(self) -> Iterator[Any]:
         # Runs in each DataLoader worker: a client made here is that worker's.
@@ -79,6 +90,6 @@ class TaskDataset(torch.utils.data.IterableDataset):
             # process waits for that other one. Tasks are finished once read.
             # A record of an index-range dataset has no data: its index
             # stands for it.
-            for rec in c.records(finish_when_read=True):
+            for rec in c.records(finish_when_read=True, per_pass=self.per_pass):
                 item = rec.index if rec.data is None else rec.data
                 yield self.transform(item) if self.transform else item
