@@ -188,7 +188,8 @@ class Client:
         """Calls Master.<method> with the retries of calls.Calls."""
         return self._calls.call(method, arg, within=within)
 
-    def records(self, *, finish_when_read: bool = False, per_pass: bool = False) -> Iterator[Record]:
+    def records(self, *, finish_when_read: bool = False, per_pass: bool = False,
+                of_pass: Optional[int] = None) -> Iterator[Record]:
         """Yields the records of the tasks the master hands out, each task's
         in order, until all passes are done; with per_pass, until the pass
         it trains is over at the master (go/client's Client.Pass): it
@@ -199,7 +200,9 @@ class Client:
         current then: pass 0, then pass 1, and so on; once all passes are
         done it yields nothing. One left early leaves its pass running (the
         next goes on with it while it is current); one that asks for its
-        first task only after its pass ended elsewhere trains the next. A task is reported finished once
+        first task only after its pass ended elsewhere trains the next.
+        of_pass (implies per_pass) names the pass to train: the loop yields
+        nothing if it is over. A task is reported finished once
         its last record was yielded and the loop asks for more; a task left
         early is not (the master hands it out again). A task the master cuts
         short while it is yielded, to hand its rest to an idle trainer (its
@@ -218,4 +221,5 @@ class Client:
         are yielded. Tasks are fetched and read ahead in a background
         thread, prefetch at a time, and finishes are reported by another,
         so that the loop never waits for the master."""
-        return Loop(self, self._calls.backoff, finish_when_read=finish_when_read, per_pass=per_pass).run()
+        return Loop(self, self._calls.backoff, finish_when_read=finish_when_read, per_pass=per_pass,
+                    of_pass=of_pass).run()

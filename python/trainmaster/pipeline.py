@@ -65,12 +65,12 @@ class Loop:
     what it promises."""
 
     def __init__(self, client: Source, backoff: Callable[[int], None], *, finish_when_read: bool = False,
-                 per_pass: bool = False) -> None:
+                 per_pass: bool = False, of_pass: Optional[int] = None) -> None:
         self._client = client
-        self._per_pass = per_pass
-        # The pass a per_pass loop trains: its first task's; the prefetch
-        # thread's own.
-        self._pass: Optional[int] = None
+        self._per_pass = per_pass or of_pass is not None
+        # The pass a per_pass loop trains: of_pass, else its first task's;
+        # the prefetch thread's own.
+        self._pass: Optional[int] = of_pass
         self._backoff = backoff
         self._finish_when_read = finish_when_read
         self._ahead: "queue.Queue[Union[_Loaded, _End]]" = queue.Queue(maxsize=max(client.prefetch, 1))

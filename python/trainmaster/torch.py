@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
+import multiprocessing
+
 import torch.utils.data
 
 from .client import DEFAULT_DATASET, Client
@@ -46,7 +48,15 @@ class TaskDataset(torch.utils.data.IterableDataset):
     DataLoader's workers, each a trainer, a worker that finds no task waits
     until the others' tasks of the pass are done, so that the epoch ends
     when the pass does. per_pass=False yields every pass in one iteration,
-    until all are done. The master is at addr, or found
+    until all are done.
+
+    The workers of a DataLoader agree on the pass of an iteration through
+    a number they share (a multiprocessing.Value made with the dataset):
+    the pass current at the master when the dataset is first iterated,
+    then one more after each iteration that reached its pass's end; so a
+    worker started late, after the others finished a short pass, yields
+    nothing of the next. A dataset made again (a new process) starts at
+    the pass current then. The master is at addr, or found
     through etcd at endpoints; dataset, if given (glob patterns of RecordIO
     files), is reported first as the dataset train. name is the trainer's
     name the master shows, default "hostname-pid-xxxx": each DataLoader
@@ -76,6 +86,7 @@ class TaskDataset(torch.utils.data.IterableDataset):
                             "(the files of train are dataset=)")
         self.dataset_name = dataset_name or DEFAULT_DATASET
         self.per_pass = per_pass
+        self._next_pass = multiprocessing.Value("q", -1)  # the pass the next iteration trains; -1: the current one
 
     def __iter__(self) -> Iterator[Any]:
         # Runs in each DataLoader worker: a client made here is that worker's.
@@ -90,6 +101,18 @@ class TaskDataset(torch.utils.data.IterableDataset):
             # process waits for that other one. Tasks are finished once read.
             # A record of an index-range dataset has no data: its index
             # stands for it.
-            for rec in c.records(finish_when_read=True, per_pass=self.per_pass):
+            of_pass = self._pass_to_train(c) if self.per_pass else None
+            for rec in c.records(finish_when_read=True, per_pass=self.per_pass, of_pass=of_pass):
                 item = rec.index if rec.data is None else rec.data
                 yield self.transform(item) if self.transform else item
+            if of_pass is not None:
+                with self._next_pass.get_lock():
+                    self._next_pass.value = max(self._next_pass.value, of_pass + 1)
+
+    def _pass_to_train(self, c: Client) -> int:
+        """The pass this iteration trains, shared by the workers: the one
+        the last iteration ended after, else the master's current pass."""
+        with self._next_pass.get_lock():
+            if self._next_pass.value < 0:
+                self._next_pass.value = c.dataset_status().get("Pass", 0)
+            return self._next_pass.value
