@@ -105,3 +105,21 @@ def test_each_iteration_of_the_loader_is_one_pass(master):
     loader = DataLoader(TaskDataset(addr=addr, dataset_name="all", per_pass=False), batch_size=64, num_workers=2)
     seen = Counter(i for batch in loader for i in batch.tolist())
     assert set(seen) == set(range(n)) and set(seen.values()) == {passes}
+
+
+@pytest.mark.parametrize("workers,persistent", [(2, False), (2, True), (0, False)])
+def test_a_worker_started_late_yields_nothing_of_the_next_pass(master, workers, persistent):
+    """A pass of one task, two workers: the first to ask takes the task
+    and ends the pass at once; the other, asking after, must not train the
+    next pass in this epoch. Persistent workers iterate again each epoch;
+    without workers the main process iterates."""
+    n, passes = 100, 3
+    proc, addr = master()
+    with Client(addr, dataset="eval") as c:
+        c.declare(records=n, records_per_task=n, passes=passes)
+    loader = DataLoader(TaskDataset(addr=addr, dataset_name="eval"), batch_size=64, num_workers=workers,
+                        persistent_workers=persistent)
+    for epoch in range(passes):
+        seen = Counter(i for batch in loader for i in batch.tolist())
+        assert set(seen) == set(range(n)) and set(seen.values()) == {1}, f"epoch {epoch}: {sum(seen.values())} indexes"
+    assert [batch for batch in loader] == []

@@ -51,12 +51,14 @@ class TaskDataset(torch.utils.data.IterableDataset):
     until all are done.
 
     The workers of a DataLoader agree on the pass of an iteration through
-    a number they share (a multiprocessing.Value made with the dataset):
+    numbers they share (a multiprocessing.Array made with the dataset):
     the pass current at the master when the dataset is first iterated,
     then one more after each iteration that reached its pass's end; so a
     worker started late, after the others finished a short pass, yields
-    nothing of the next. A dataset made again (a new process) starts at
-    the pass current then. The master is at addr, or found
+    nothing of the next. The workers of one iteration know each other by
+    the DataLoader's base seed of the iteration (get_worker_info) and how
+    many times the process iterated the dataset (persistent workers). A
+    dataset made again (a new process) starts at the pass current then. The master is at addr, or found
     through etcd at endpoints; dataset, if given (glob patterns of RecordIO
     files), is reported first as the dataset train. name is the trainer's
     name the master shows, default "hostname-pid-xxxx": each DataLoader
@@ -86,7 +88,10 @@ class TaskDataset(torch.utils.data.IterableDataset):
                             "(the files of train are dataset=)")
         self.dataset_name = dataset_name or DEFAULT_DATASET
         self.per_pass = per_pass
-        self._next_pass = multiprocessing.Value("q", -1)  # the pass the next iteration trains; -1: the current one
+        # Shared by the workers (_pass_to_train): the iteration last begun
+        # (base seed, count), its pass, and the pass of the next; -1: none.
+        self._passes = multiprocessing.Array("q", [-1, -1, -1, -1])
+        self._iterations = 0  # of this process
 
     def __iter__(self) -> Iterator[Any]:
         # Runs in each DataLoader worker: a client made here is that worker's.
@@ -106,13 +111,25 @@ class TaskDataset(torch.utils.data.IterableDataset):
                 item = rec.index if rec.data is None else rec.data
                 yield self.transform(item) if self.transform else item
             if of_pass is not None:
-                with self._next_pass.get_lock():
-                    self._next_pass.value = max(self._next_pass.value, of_pass + 1)
+                with self._passes.get_lock():
+                    self._passes[_NEXT] = max(self._passes[_NEXT], of_pass + 1)
 
     def _pass_to_train(self, c: Client) -> int:
-        """The pass this iteration trains, shared by the workers: the one
-        the last iteration ended after, else the master's current pass."""
-        with self._next_pass.get_lock():
-            if self._next_pass.value < 0:
-                self._next_pass.value = c.dataset_status().get("Pass", 0)
-            return self._next_pass.value
+        """The pass this iteration trains: the one its first worker chose,
+        which is the pass after the one the last iteration ended, or, at
+        the first, the master's current pass."""
+        info = torch.utils.data.get_worker_info()
+        seed = (info.seed - info.id) & _SEED_MASK if info is not None else 0
+        self._iterations += 1
+        with self._passes.get_lock():
+            shared = self._passes
+            if (shared[_SEED], shared[_COUNT]) == (seed, self._iterations):
+                return shared[_PASS]  # a sibling began this iteration
+            p = shared[_NEXT] if shared[_NEXT] >= 0 else c.dataset_status().get("Pass", 0)
+            shared[_SEED], shared[_COUNT], shared[_PASS] = seed, self._iterations, p
+            return p
+
+
+# The places in TaskDataset._passes, and the bits of a base seed kept.
+_SEED, _COUNT, _PASS, _NEXT = range(4)
+_SEED_MASK = (1 << 62) - 1
