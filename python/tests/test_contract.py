@@ -63,6 +63,18 @@ def test_shuffle(vector):
     assert shuffle(vector["n"], vector["seed"]) == vector["order"]
 
 
+@pytest.mark.parametrize("vector", CONTRACT["get_task"], ids=lambda v: v["name"])
+def test_get_task_argument(vector):
+    c = Client("127.0.0.1:1", name="gpu7-4242")  # never connects
+    sent = []
+    c._call = lambda method, arg, within=None: sent.append((method, arg)) or {"Index": 0, "Epoch": 1, "Pass": 0}
+    if vector["one_pass"] is None:
+        c.get_task()
+    else:
+        c.get_task(one_pass=vector["one_pass"])
+    assert sent == [("GetTask", vector["arg"])]
+
+
 class _OneTask(Client):
     """A Client whose master has one task: handed out once, then all passes
     are done. It reads the task for real."""
