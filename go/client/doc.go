@@ -75,7 +75,11 @@
 //     are done; StartRound starts the next round (every trainer may ask:
 //     a round already started is not started twice, and asking while one
 //     runs is answered wire.TextRoundRunning), and a new Records loop
-//     trains it, with the round's pass numbers.
+//     trains it, with the round's pass numbers. A Pass loop is a Records
+//     loop of one pass, the one of its first task: every later GetTask
+//     asks for a task of that pass only (wire.Task.OnePass), and the loop
+//     ends when the master answers wire.TextPassOver (its pass is over
+//     everywhere, not only here) or wire.TextAllDone.
 //     A dataset whose passes have no end (the master's -passes 0,
 //     wire.Dataset.Endless) has one round, and its loop runs until ctx
 //     ends or the loop is left: its Status says Passes 0, never AllDone.

@@ -85,3 +85,27 @@ func ExampleClient_StartRound() {
 		fmt.Println("round", round, "evaluated")
 	}
 }
+
+// A training loop written per epoch: each Pass loop trains one pass, and
+// ends when the pass ends at the master, whichever trainers hold its last
+// tasks. (Not run: a job runs cmd/master.)
+func ExampleClient_Pass() {
+	ctx := context.Background()
+	c := client.New(client.Static("master:8080"), client.Config{})
+	defer c.Close()
+	train := func(data []byte) { /* a step of training on the record */ }
+	for epoch := 0; ; epoch++ {
+		n := 0
+		for rec, err := range c.Pass(ctx) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			train(rec.Data)
+			n++
+		}
+		if n == 0 {
+			break // every pass is done
+		}
+		fmt.Println("epoch", epoch, "trained", n, "records")
+	}
+}

@@ -78,13 +78,18 @@ func (s *session) step(ctx context.Context) (*loaded, error) {
 }
 
 // nextTask asks for a task, carrying the oldest unreported finish, and waits
-// with backoff while the master has none to give.
+// with backoff while the master has none to give. In a per-pass loop every
+// ask after the first task names that task's pass (wire.Task.OnePass), and
+// "pass over" ends the loop as "all passes done" does.
 func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 	b := s.c.newBackoff()
 	for {
 		var finished wire.Task
 		if len(s.pending) > 0 {
 			finished = s.pending[0]
+		}
+		if s.pass >= 0 {
+			finished.OnePass, finished.Pass = true, s.pass
 		}
 		t, err := s.c.GetTask(ctx, finished)
 		switch {
@@ -94,10 +99,13 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 			if len(s.pending) > 0 {
 				s.pending = s.pending[1:]
 			}
+			if s.onePass {
+				s.pass = t.Pass // the pass of the loop's first task is the loop's
+			}
 			return t, nil
 		case ctx.Err() != nil:
 			return t, context.Cause(ctx)
-		case wire.Is(err, wire.TextAllDone):
+		case wire.Is(err, wire.TextAllDone), s.onePass && wire.Is(err, wire.TextPassOver):
 			return t, errEnd
 		case !wire.Is(err, wire.TextNoTask) && !wire.Is(err, wire.TextNoDataset):
 			return t, err

@@ -52,8 +52,34 @@ type Record struct {
 // ctx.Err(). Records may be called again after a loop ends, e.g. to resume
 // after a break.
 func (c *Client) Records(ctx context.Context) iter.Seq2[Record, error] {
+	return c.loop(ctx, false)
+}
+
+// Pass is Records for one pass: it yields the records of the pass current
+// at the master when it begins (the pass of the first task it is handed),
+// and ends, with no error, when the master moves past it or every pass is
+// done: not when this client alone finds no task, as other trainers may
+// still hold tasks of the pass. It never takes a task of a later pass
+// (wire.Task.OnePass: the master answers wire.TextPassOver instead). Each
+// call begins another loop, so that
+//
+//	for epoch := 0; ; epoch++ {
+//		for rec, err := range c.Pass(ctx) { ... }
+//	}
+//
+// trains pass 0, then pass 1, and so on; a loop begun once every pass is
+// done yields nothing. A loop left early (break) leaves its pass running:
+// the next loop goes on with it if it is still current. A trainer that
+// asks for its first task only after its pass ended elsewhere trains the
+// next one.
+func (c *Client) Pass(ctx context.Context) iter.Seq2[Record, error] {
+	return c.loop(ctx, true)
+}
+
+// loop is Records, or with onePass Pass.
+func (c *Client) loop(ctx context.Context, onePass bool) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		s := c.start(ctx)
+		s := c.start(ctx, onePass)
 		defer s.stop(ctx)
 		for {
 			l, err := s.take(ctx)

@@ -78,13 +78,18 @@ func (c *Client) DatasetStatus(ctx context.Context) (wire.Status, error) {
 
 // GetTask reports finished (the zero Task for none) and fetches the next
 // task, in one round trip. Records does this itself; GetTask is for programs
-// that manage tasks on their own. Of finished only Index, Epoch and Pass
-// are sent, with Config.Name as Trainer and Config.Dataset as Dataset (for
-// the zero Task too: it asks for a task of that dataset): the master needs
-// no more, and the blocks would make the request as large as the task.
+// that manage tasks on their own. Of finished only Index, Epoch, Pass and
+// OnePass are sent, with Config.Name as Trainer and Config.Dataset as
+// Dataset (for the zero Task too: it asks for a task of that dataset): the
+// master needs no more, and the blocks would make the request as large as
+// the task. With OnePass it asks for a task of pass Pass only
+// (wire.Task.OnePass: the master answers wire.TextPassOver once another
+// pass is current).
 func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	var t wire.Task
-	err := c.call(ctx, "GetTask", c.report(finished), &t)
+	arg := c.report(finished)
+	arg.OnePass = finished.OnePass
+	err := c.call(ctx, "GetTask", arg, &t)
 	return t, err
 }
 

@@ -35,20 +35,27 @@ type session struct {
 	// The goroutine's own, and stop's once it has exited.
 	outstanding int
 	pending     []wire.Task // consumed, not reported yet
+	// onePass: a loop of one pass (Client.Pass); pass is the pass it
+	// trains, learned from its first task, -1 until then and in a Records
+	// loop, whose tasks may be of any pass.
+	onePass bool
+	pass    int
 }
 
 // start begins a session, with its prefetch goroutine bound to ctx and to
-// the client's life.
-func (c *Client) start(ctx context.Context) *session {
+// the client's life; onePass: of one pass (Client.Pass).
+func (c *Client) start(ctx context.Context, onePass bool) *session {
 	fctx, cancel := c.bind(ctx)
 	limit := c.cfg.Prefetch + 1
 	s := &session{
-		c:      c,
-		cancel: cancel,
-		exited: make(chan struct{}),
-		out:    make(chan *loaded, limit+1),
-		done:   make(chan *loaded, limit),
-		limit:  limit,
+		c:       c,
+		cancel:  cancel,
+		exited:  make(chan struct{}),
+		out:     make(chan *loaded, limit+1),
+		done:    make(chan *loaded, limit),
+		limit:   limit,
+		onePass: onePass,
+		pass:    -1,
 	}
 	s.progress = newProgress(c)
 	go s.run(fctx)
@@ -57,7 +64,7 @@ func (c *Client) start(ctx context.Context) *session {
 }
 
 // take returns the next task read, or the error that ends the loop: errEnd
-// when all passes are done, ctx.Err() when ctx has ended, ErrClosed after
+// when all passes are done (or, in a per-pass loop, its pass), ctx.Err() when ctx has ended, ErrClosed after
 // Close.
 func (s *session) take(ctx context.Context) (*loaded, error) {
 	select {

@@ -19,7 +19,12 @@ type contract struct {
 	About   string
 	Reports map[string]wire.Report
 	Texts   map[string]string
-	Limits  struct {
+	GetTask []struct {
+		Name    string
+		OnePass *int `json:"one_pass"`
+		Arg     json.RawMessage
+	} `json:"get_task"`
+	Limits struct {
 		DefaultDataset                 string
 		MaxErrorBytes                  int
 		MaxTrainerNameBytes            int
@@ -67,7 +72,7 @@ func TestContractTexts(t *testing.T) {
 	want := map[string]string{
 		"TextNoTask": wire.TextNoTask, "TextAllDone": wire.TextAllDone, "TextNoDataset": wire.TextNoDataset,
 		"TextNotServing": wire.TextNotServing, "TextUnauthorized": wire.TextUnauthorized,
-		"TextRoundRunning": wire.TextRoundRunning,
+		"TextRoundRunning": wire.TextRoundRunning, "TextPassOver": wire.TextPassOver,
 	}
 	if got := readContract(t).Texts; !maps.Equal(got, want) {
 		t.Errorf("texts %v, want %v", got, want)
@@ -75,9 +80,32 @@ func TestContractTexts(t *testing.T) {
 	for text, err := range map[string]error{
 		wire.TextNoTask: wire.ErrNoTask, wire.TextAllDone: wire.ErrAllDone, wire.TextNoDataset: wire.ErrNoDataset,
 		wire.TextNotServing: wire.ErrNotServing, wire.TextUnauthorized: wire.ErrUnauthorized,
+		wire.TextPassOver: wire.ErrPassOver,
 	} {
 		if err.Error() != text || !wire.Is(wire.WithKind(err, os.ErrNotExist), text) {
 			t.Errorf("%q: the error carries %q", text, err)
+		}
+	}
+}
+
+// TestContractGetTask: the GetTask arguments of the table decode to a
+// Task asking for a task of the pass they name, or of any pass.
+func TestContractGetTask(t *testing.T) {
+	vectors := readContract(t).GetTask
+	if len(vectors) == 0 {
+		t.Fatal("no get_task vectors")
+	}
+	for _, v := range vectors {
+		var got wire.Task
+		if err := json.Unmarshal(v.Arg, &got); err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		want := wire.Task{Trainer: "gpu7-4242"}
+		if v.OnePass != nil {
+			want.OnePass, want.Pass = true, *v.OnePass
+		}
+		if got.Trainer != want.Trainer || got.OnePass != want.OnePass || got.Pass != want.Pass || got.Epoch != 0 {
+			t.Errorf("%s: %s decodes to %+v, want %+v", v.Name, v.Arg, got, want)
 		}
 	}
 }

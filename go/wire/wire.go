@@ -112,6 +112,13 @@ type Task struct {
 	// Shuffle gives the indexes with a Seed.
 	Start int64 `json:",omitempty"`
 	End   int64 `json:",omitempty"`
+	// OnePass is set by a trainer in GetTask's argument to ask for a task
+	// of pass Pass only (a per-pass loop: one iteration, one pass): once
+	// the master's current pass is another one, it hands out nothing and
+	// answers TextPassOver (TextAllDone once every pass is over). Pass is
+	// then the pass the trainer trains, with a finish carried or not. A
+	// GetTask without it is handed a task of whatever pass is current.
+	OnePass bool `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else
@@ -262,6 +269,11 @@ const (
 	// closes the connection after answering. Retrying with the same token
 	// or certificate cannot succeed: a client should give up and say so.
 	TextUnauthorized = "not authenticated"
+	// TextPassOver: a GetTask asking for a task of one pass (Task.OnePass)
+	// while the master is at another: the pass the trainer trains is over
+	// (the next one runs). Its per-pass loop ends; the next one trains the
+	// pass current then.
+	TextPassOver = "pass over"
 )
 
 // The contract's errors, one per text. A master wraps them with its reason
@@ -273,6 +285,7 @@ var (
 	ErrNoDataset    = errors.New(TextNoDataset)
 	ErrNotServing   = errors.New(TextNotServing)
 	ErrUnauthorized = errors.New(TextUnauthorized)
+	ErrPassOver     = errors.New(TextPassOver)
 )
 
 // Is reports whether err carries the contract text.

@@ -28,10 +28,12 @@ type TaskReport struct {
 	Error              string
 	Trainer            string
 	Dataset            string
+	OnePass            bool
 }
 
 func (t TaskReport) task() wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset}
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset,
+		OnePass: t.OnePass}
 }
 
 // CallerName names the trainer reporting, for the port (wire.Caller).

@@ -40,7 +40,9 @@ func (s *datasetService) called(t *wire.Task) time.Time {
 }
 
 // getTask is GetTask's operation. A GetTask whose finish was already
-// recorded (its answer was lost) is handed the task it was given then.
+// recorded (its answer was lost) is handed the task it was given then. One
+// asking for a task of one pass (wire.Task.OnePass) while another pass is
+// current is answered wire.ErrPassOver, and hands out nothing.
 // Called with s.mu held.
 func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.Task, effect, error) {
 	if err := s.readyWithDataset(ctx); err != nil {
@@ -63,6 +65,10 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.
 				return reply, eff, nil
 			}
 		}
+	}
+	if finished.OnePass && !s.q.AllDone() && s.q.Pass() != finished.Pass {
+		eff.err = wire.ErrPassOver // the finish carried, if any, is still committed
+		return wire.Task{}, eff, nil
 	}
 	task, deff := s.dispatch(finished.Trainer, f)
 	if deff.err != nil {

@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from conftest import ROOT, binary
-from trainmaster import AllDone, Client, MasterError, NoDataset, NoTask, NotServing, RoundRunning, Unauthorized
+from trainmaster import (AllDone, Client, MasterError, NoDataset, NoTask, NotServing, PassOver, RoundRunning,
+                         Unauthorized)
 from trainmaster import errors, recordio, wire
 from trainmaster.shuffle import shuffle
 
@@ -32,7 +33,7 @@ def test_report_codes():
 
 
 _RAISED = {"TextNoTask": NoTask, "TextAllDone": AllDone, "TextNoDataset": NoDataset, "TextNotServing": NotServing,
-           "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning}
+           "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning, "TextPassOver": PassOver}
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT["texts"]))
@@ -60,6 +61,18 @@ def test_limits():
 @pytest.mark.parametrize("vector", CONTRACT["shuffle"], ids=lambda v: f"n{v['n']}-seed{v['seed']}")
 def test_shuffle(vector):
     assert shuffle(vector["n"], vector["seed"]) == vector["order"]
+
+
+@pytest.mark.parametrize("vector", CONTRACT["get_task"], ids=lambda v: v["name"])
+def test_get_task_argument(vector):
+    c = Client("127.0.0.1:1", name="gpu7-4242")  # never connects
+    sent = []
+    c._call = lambda method, arg, within=None: sent.append((method, arg)) or {"Index": 0, "Epoch": 1, "Pass": 0}
+    if vector["one_pass"] is None:
+        c.get_task()
+    else:
+        c.get_task(one_pass=vector["one_pass"])
+    assert sent == [("GetTask", vector["arg"])]
 
 
 class _OneTask(Client):

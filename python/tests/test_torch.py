@@ -39,13 +39,14 @@ def test_linear_regression_over_two_passes(tmp_path, master):
     opt = torch.optim.SGD(model.parameters(), lr=0.2)
     loader = DataLoader(TaskDataset(addr=addr, dataset=[str(path)], transform=parse), batch_size=32, num_workers=2)
     seen, losses = Counter(), []
-    for ids, x, y in loader:
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        seen.update(ids.tolist())
+    for _epoch in range(2):  # one pass each
+        for ids, x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+            seen.update(ids.tolist())
     assert set(seen) == set(range(n)) and set(seen.values()) == {2}, "every record once per pass:\n" + "".join(l for l in proc.lines if "timed out" in l or "failed" in l or "pass" in l)[-3000:]
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
     assert last < first / 20, f"loss {first:.4f} at the start, {last:.4f} at the end"
@@ -66,9 +67,10 @@ def test_an_index_range_dataset_yields_each_index_once_per_pass_to_the_transform
         c.declare(records=n, records_per_task=per_task, passes=passes)
     loader = DataLoader(TaskDataset(addr=addr, dataset_name="eval", transform=_example), batch_size=64, num_workers=2)
     seen = Counter()
-    for ids, x in loader:
-        assert x.shape[1:] == (1,) and torch.equal(x[:, 0], (ids % 7).float())
-        seen.update(ids.tolist())
+    for _epoch in range(passes):  # one pass each
+        for ids, x in loader:
+            assert x.shape[1:] == (1,) and torch.equal(x[:, 0], (ids % 7).float())
+            seen.update(ids.tolist())
     assert set(seen) == set(range(n)) and set(seen.values()) == {passes}, "every index once per pass:\n" + "".join(
         l for l in proc.lines if "timed out" in l or "failed" in l or "pass" in l)[-3000:]
     with Client(addr, dataset="eval") as c:
@@ -80,3 +82,44 @@ def test_an_index_range_dataset_yields_each_index_once_per_pass_to_the_transform
 def test_a_dataset_name_that_is_no_name_is_refused():
     with pytest.raises(TypeError, match="dataset_name is a dataset's name"):
         TaskDataset(addr="127.0.0.1:1", dataset_name=["/data/*.recordio"])
+
+
+def test_each_iteration_of_the_loader_is_one_pass(master):
+    """With two DataLoader workers, each a trainer: the first `for` yields
+    every record of pass 0 once and nothing of pass 1, the second pass 1,
+    a third nothing; per_pass=False yields every pass in one."""
+    n, per_task, passes = 3000, 50, 2
+    proc, addr = master()
+    with Client(addr, dataset="eval") as c:
+        c.declare(records=n, records_per_task=per_task, passes=passes)
+    loader = DataLoader(TaskDataset(addr=addr, dataset_name="eval"), batch_size=64, num_workers=2)
+    for epoch in range(passes):
+        seen = Counter(i for batch in loader for i in batch.tolist())
+        assert set(seen) == set(range(n)) and set(seen.values()) == {1}, f"epoch {epoch}: not every index once"
+        with Client(addr, dataset="eval") as c:
+            assert c.dataset_status().get("Pass", 0) == epoch + 1
+    assert [batch for batch in loader] == []  # every pass is done
+
+    with Client(addr, dataset="all") as c:
+        c.declare(records=n, records_per_task=per_task, passes=passes)
+    loader = DataLoader(TaskDataset(addr=addr, dataset_name="all", per_pass=False), batch_size=64, num_workers=2)
+    seen = Counter(i for batch in loader for i in batch.tolist())
+    assert set(seen) == set(range(n)) and set(seen.values()) == {passes}
+
+
+@pytest.mark.parametrize("workers,persistent", [(2, False), (2, True), (0, False)])
+def test_a_worker_started_late_yields_nothing_of_the_next_pass(master, workers, persistent):
+    """A pass of one task, two workers: the first to ask takes the task
+    and ends the pass at once; the other, asking after, must not train the
+    next pass in this epoch. Persistent workers iterate again each epoch;
+    without workers the main process iterates."""
+    n, passes = 100, 3
+    proc, addr = master()
+    with Client(addr, dataset="eval") as c:
+        c.declare(records=n, records_per_task=n, passes=passes)
+    loader = DataLoader(TaskDataset(addr=addr, dataset_name="eval"), batch_size=64, num_workers=workers,
+                        persistent_workers=persistent)
+    for epoch in range(passes):
+        seen = Counter(i for batch in loader for i in batch.tolist())
+        assert set(seen) == set(range(n)) and set(seen.values()) == {1}, f"epoch {epoch}: {sum(seen.values())} indexes"
+    assert [batch for batch in loader] == []

@@ -28,23 +28,25 @@ from typing import Iterator, Optional, Sequence
 from .client import DEFAULT_DATASET, Client, Record
 from .digest import Digest
 from .discovery import EtcdResolver, addr_key
-from .errors import AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, RoundRunning, Unauthorized
+from .errors import (AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, PassOver, RoundRunning,
+                     Unauthorized)
 from .files import Files
 from .recordio import RecordIOError
 from .wire import Report
 
 __all__ = [
     "records", "Client", "Record", "Report", "Files", "DEFAULT_DATASET", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
-    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "RoundRunning", "ConnectionLost",
+    "MasterError", "NoTask", "AllDone", "PassOver", "NoDataset", "NotServing", "Unauthorized", "RoundRunning", "ConnectionLost",
 ]
 
 
 def records(*, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
             dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
             tls: Optional[ssl.SSLContext] = None, prefetch: int = 1, name: Optional[str] = None,
-            dataset_name: str = DEFAULT_DATASET) -> Iterator[Record]:
+            dataset_name: str = DEFAULT_DATASET, per_pass: bool = False) -> Iterator[Record]:
     """Yields every record the master hands this trainer, until all passes
-    are done. The master is found at addr, or through etcd at endpoints
+    are done; with per_pass, the records of one pass only (Client.records'
+    per_pass: the pass current when it begins). The master is found at addr, or through etcd at endpoints
     (NS/master/addr); dataset, if given (glob patterns of RecordIO files),
     is reported first as the dataset train. name is the trainer's name the
     master shows (default "hostname-pid-xxxx"). dataset_name is the dataset
@@ -58,4 +60,4 @@ def records(*, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = 
     with Client(resolver, token=token, tls=tls, prefetch=prefetch, name=name, dataset=dataset_name) as c:
         if dataset:
             c.report_dataset(dataset)
-        yield from c.records()
+        yield from c.records(per_pass=per_pass)

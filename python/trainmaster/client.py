@@ -114,15 +114,19 @@ class Client:
         the job lacks shows DatasetReported False (it is not re-declared)."""
         return self._call("DatasetStatus", name or self.dataset)
 
-    def get_task(self) -> Task:
+    def get_task(self, one_pass: Optional[int] = None) -> Task:
         """Takes a task of this client's dataset: a dict with Index, Epoch,
         Pass and Blocks (or, for an index-range dataset, Start and End: the
         record indexes [Start, End) it covers), and maybe From and To (the
         positions to start and stop at), Piece and Of (a piece of task Of,
         cut off a straggler: wire.Task), Seed and Dataset (omitted for
         train). Raises NoTask when every task of the pass is out, AllDone
-        at the end."""
-        return self._call("GetTask", self._named({"Trainer": self.name}, self.dataset))
+        at the end. With one_pass, a task of that pass only
+        (wire.Task.OnePass): PassOver once the master is at another."""
+        arg: Dict[str, Any] = {"Trainer": self.name}
+        if one_pass is not None:
+            arg.update(OnePass=True, Pass=one_pass)
+        return self._call("GetTask", self._named(arg, self.dataset))
 
     def task_finished(self, task: Task) -> int:
         """Reports every record of task consumed; returns the report code."""
@@ -187,9 +191,21 @@ class Client:
         """Calls Master.<method> with the retries of calls.Calls."""
         return self._calls.call(method, arg, within=within)
 
-    def records(self, *, finish_when_read: bool = False) -> Iterator[Record]:
+    def records(self, *, finish_when_read: bool = False, per_pass: bool = False,
+                of_pass: Optional[int] = None) -> Iterator[Record]:
         """Yields the records of the tasks the master hands out, each task's
-        in order, until all passes are done. A task is reported finished once
+        in order, until all passes are done; with per_pass, until the pass
+        it trains is over at the master (go/client's Client.Pass): it
+        trains the pass of its first task, never takes a task of a later
+        one (the master answers "pass over", PassOver, instead), and ends
+        when the master moves past it or all passes are done, not when this
+        trainer alone finds no task. Called again, it trains the pass
+        current then: pass 0, then pass 1, and so on; once all passes are
+        done it yields nothing. One left early leaves its pass running (the
+        next goes on with it while it is current); one that asks for its
+        first task only after its pass ended elsewhere trains the next.
+        of_pass (implies per_pass) names the pass to train: the loop yields
+        nothing if it is over. A task is reported finished once
         its last record was yielded and the loop asks for more; a task left
         early is not (the master hands it out again). A task the master cuts
         short while it is yielded, to hand its rest to an idle trainer (its
@@ -208,4 +224,5 @@ class Client:
         are yielded. Tasks are fetched and read ahead in a background
         thread, prefetch at a time, and finishes are reported by another,
         so that the loop never waits for the master."""
-        return Loop(self, self._calls.backoff, finish_when_read=finish_when_read).run()
+        return Loop(self, self._calls.backoff, finish_when_read=finish_when_read, per_pass=per_pass,
+                    of_pass=of_pass).run()

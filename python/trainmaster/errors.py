@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
-    "MasterError", "NoTask", "AllDone", "NoDataset", "NotServing", "Unauthorized", "RoundRunning",
+    "MasterError", "NoTask", "AllDone", "PassOver", "NoDataset", "NotServing", "Unauthorized", "RoundRunning",
     "ConnectionLost", "from_text",
 ]
 
@@ -15,6 +15,7 @@ TEXT_NO_DATASET = "dataset not reported"
 TEXT_NOT_SERVING = "master is not serving"
 TEXT_UNAUTHORIZED = "not authenticated"
 TEXT_ROUND_RUNNING = "round still running"
+TEXT_PASS_OVER = "pass over"
 
 
 class MasterError(Exception):
@@ -27,6 +28,11 @@ class NoTask(MasterError):
 
 class AllDone(MasterError):
     """Every pass is over."""
+
+
+class PassOver(MasterError):
+    """The pass a per-pass loop trains is over (get_task(one_pass=...)):
+    the master is at another pass."""
 
 
 class NoDataset(MasterError):
@@ -59,7 +65,7 @@ def from_text(text: str) -> MasterError:
     wraps the contract's errors with its reasons)."""
     for cls, known in ((NotServing, TEXT_NOT_SERVING), (Unauthorized, TEXT_UNAUTHORIZED),
                        (AllDone, TEXT_ALL_DONE), (NoTask, TEXT_NO_TASK), (NoDataset, TEXT_NO_DATASET),
-                       (RoundRunning, TEXT_ROUND_RUNNING)):
+                       (RoundRunning, TEXT_ROUND_RUNNING), (PassOver, TEXT_PASS_OVER)):
         if known in text:
             return cls(text)
     return MasterError(text)

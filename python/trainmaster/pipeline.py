@@ -13,7 +13,7 @@ import time
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Protocol, Union
 
 from . import recordio, tasks
-from .errors import AllDone, ConnectionLost, MasterError, NoTask
+from .errors import AllDone, ConnectionLost, MasterError, NoTask, PassOver
 from .position import Position, Record, Reporter
 from .wire import Task
 
@@ -35,7 +35,7 @@ class Source(Reporter, Protocol):
     prefetch: int
     call_timeout: float
 
-    def get_task(self) -> Task: ...
+    def get_task(self, one_pass: Optional[int] = None) -> Task: ...
 
     def task_finished(self, task: Task) -> int: ...
 
@@ -64,8 +64,13 @@ class Loop:
     sleeps between two asks that found no task. See Client.records for
     what it promises."""
 
-    def __init__(self, client: Source, backoff: Callable[[int], None], *, finish_when_read: bool = False) -> None:
+    def __init__(self, client: Source, backoff: Callable[[int], None], *, finish_when_read: bool = False,
+                 per_pass: bool = False, of_pass: Optional[int] = None) -> None:
         self._client = client
+        self._per_pass = per_pass or of_pass is not None
+        # The pass a per_pass loop trains: of_pass, else its first task's;
+        # the prefetch thread's own.
+        self._pass: Optional[int] = of_pass
         self._backoff = backoff
         self._finish_when_read = finish_when_read
         self._ahead: "queue.Queue[Union[_Loaded, _End]]" = queue.Queue(maxsize=max(client.prefetch, 1))
@@ -150,16 +155,21 @@ class Loop:
 
     def _next_task(self) -> Optional[Task]:
         """The next task, asked for with backoff while the master has none
-        to give; None once all passes are done or the loop stops."""
+        to give; None once all passes are done (a per_pass loop's pass is
+        over) or the loop stops."""
         attempt = 0
         while not self._stop.is_set():
             try:
-                return self._client.get_task()
+                task = self._client.get_task(self._pass) if self._pass is not None else self._client.get_task()
             except NoTask:
                 self._backoff(attempt)
                 attempt += 1
-            except AllDone:
+                continue
+            except (AllDone, PassOver):
                 return None
+            if self._per_pass:
+                self._pass = task["Pass"]
+            return task
         return None
 
     def _load(self, task: Task) -> Optional[_Loaded]:

@@ -1,4 +1,6 @@
-"""A PyTorch IterableDataset over the master's tasks.
+"""A PyTorch IterableDataset over the master's tasks, one pass per
+iteration: `for epoch in range(passes): for batch in loader:` trains pass
+`epoch` in each epoch.
 
 With a DataLoader and num_workers > 1, each worker process is a trainer of
 its own (its own connection, its own tasks): the master hands each task of a
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
+import multiprocessing
+
 import torch.utils.data
 
 from .client import DEFAULT_DATASET, Client
@@ -35,8 +39,26 @@ __all__ = ["TaskDataset"]
 
 
 class TaskDataset(torch.utils.data.IterableDataset):
-    """Yields transform(record) for every record the master hands this
-    process, until all passes are done. The master is at addr, or found
+    """Yields transform(record) for every record of one pass the master
+    hands this process: each iteration over it (each `for batch in
+    loader:`) is one pass, the first pass 0, the next pass 1, and so on
+    (Client.records(per_pass=True)); an iteration begun once all passes
+    are done yields nothing. An iteration trains the pass current at the
+    master when it begins, and ends when the master moves past it: with a
+    DataLoader's workers, each a trainer, a worker that finds no task waits
+    until the others' tasks of the pass are done, so that the epoch ends
+    when the pass does. per_pass=False yields every pass in one iteration,
+    until all are done.
+
+    The workers of a DataLoader agree on the pass of an iteration through
+    numbers they share (a multiprocessing.Array made with the dataset):
+    the pass current at the master when the dataset is first iterated,
+    then one more after each iteration that reached its pass's end; so a
+    worker started late, after the others finished a short pass, yields
+    nothing of the next. The workers of one iteration know each other by
+    the DataLoader's base seed of the iteration (get_worker_info) and how
+    many times the process iterated the dataset (persistent workers). A
+    dataset made again (a new process) starts at the pass current then. The master is at addr, or found
     through etcd at endpoints; dataset, if given (glob patterns of RecordIO
     files), is reported first as the dataset train. name is the trainer's
     name the master shows, default "hostname-pid-xxxx": each DataLoader
@@ -54,7 +76,7 @@ class TaskDataset(torch.utils.data.IterableDataset):
     def __init__(self, *, addr: Optional[str] = None, endpoints: Optional[Sequence[str]] = None, namespace: str = "",
                  dataset: Optional[Sequence[str]] = None, token: Optional[str] = None,
                  transform: Optional[Callable[[Union[bytes, int]], Any]] = None, prefetch: int = 1,
-                 name: Optional[str] = None, dataset_name: str = DEFAULT_DATASET) -> None:
+                 name: Optional[str] = None, dataset_name: str = DEFAULT_DATASET, per_pass: bool = True) -> None:
         super().__init__()
         if (addr is None) == (endpoints is None):
             raise ValueError("give either addr or endpoints")
@@ -65,6 +87,11 @@ class TaskDataset(torch.utils.data.IterableDataset):
             raise TypeError(f"dataset_name is a dataset's name, not {type(dataset_name).__name__} "
                             "(the files of train are dataset=)")
         self.dataset_name = dataset_name or DEFAULT_DATASET
+        self.per_pass = per_pass
+        # Shared by the workers (_pass_to_train): the iteration last begun
+        # (base seed, count), its pass, and the pass of the next; -1: none.
+        self._passes = multiprocessing.Array("q", [-1, -1, -1, -1])
+        self._iterations = 0  # of this process
 
     def __iter__(self) -> Iterator[Any]:
         # Runs in each DataLoader worker: a client made here is that worker's.
@@ -79,6 +106,30 @@ class TaskDataset(torch.utils.data.IterableDataset):
             # process waits for that other one. Tasks are finished once read.
             # A record of an index-range dataset has no data: its index
             # stands for it.
-            for rec in c.records(finish_when_read=True):
+            of_pass = self._pass_to_train(c) if self.per_pass else None
+            for rec in c.records(finish_when_read=True, per_pass=self.per_pass, of_pass=of_pass):
                 item = rec.index if rec.data is None else rec.data
                 yield self.transform(item) if self.transform else item
+            if of_pass is not None:
+                with self._passes.get_lock():
+                    self._passes[_NEXT] = max(self._passes[_NEXT], of_pass + 1)
+
+    def _pass_to_train(self, c: Client) -> int:
+        """The pass this iteration trains: the one its first worker chose,
+        which is the pass after the one the last iteration ended, or, at
+        the first, the master's current pass."""
+        info = torch.utils.data.get_worker_info()
+        seed = (info.seed - info.id) & _SEED_MASK if info is not None else 0
+        self._iterations += 1
+        with self._passes.get_lock():
+            shared = self._passes
+            if (shared[_SEED], shared[_COUNT]) == (seed, self._iterations):
+                return shared[_PASS]  # a sibling began this iteration
+            p = shared[_NEXT] if shared[_NEXT] >= 0 else c.dataset_status().get("Pass", 0)
+            shared[_SEED], shared[_COUNT], shared[_PASS] = seed, self._iterations, p
+            return p
+
+
+# The places in TaskDataset._passes, and the bits of a base seed kept.
+_SEED, _COUNT, _PASS, _NEXT = range(4)
+_SEED_MASK = (1 << 62) - 1

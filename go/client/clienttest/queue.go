@@ -75,7 +75,8 @@ func (q *queue) startPass(pass int) {
 	q.pending, q.done, q.epochs = map[int]dispatch{}, map[int]bool{}, map[int]int{}
 }
 
-// get records finished, if any, then hands out the next task.
+// get records finished, if any, then hands out the next task: of pass
+// finished.Pass only, if finished.OnePass (wire.Task.OnePass).
 func (q *queue) get(finished wire.Task, reply *wire.Task) (wire.Report, error) {
 	if q.tasks == nil {
 		return 0, wire.ErrNoDataset
@@ -89,6 +90,9 @@ func (q *queue) get(finished wire.Task, reply *wire.Task) (wire.Report, error) {
 	}
 	if q.allDone {
 		return r, wire.ErrAllDone
+	}
+	if finished.OnePass && finished.Pass != q.pass {
+		return r, wire.ErrPassOver
 	}
 	q.requeueExpired(time.Now())
 	if len(q.todo) == 0 {
