@@ -22,7 +22,7 @@ func TestStragglersSplitTrainsEveryRecordOnce(t *testing.T) {
 	addr := p.awaitServing(30 * time.Second)
 	traces := t.TempDir()
 	const fast, slow = 10 * time.Millisecond, 100 * time.Millisecond
-	startTrainers(t, trainerBinary(t), traces, []time.Duration{slow, fast, fast, fast}, "-addr", addr)()
+	startTrainers(t, trainerBinary(t), traces, []time.Duration{slow, fast, fast, fast}, "-addr", addr, "-progress-interval", "1s")()
 	trained := readTraces(t, traces)
 	for task := range 25 {
 		for pos := range 40 {

@@ -112,6 +112,15 @@ type Task struct {
 	// Shuffle gives the indexes with a Seed.
 	Start int64 `json:",omitempty"`
 	End   int64 `json:",omitempty"`
+	// ProgressMillis is, in a task the master hands out, how often (in
+	// milliseconds, from when the trainer starts on it) its holder is to
+	// report progress in it (progress.go): a fifth of its expected time,
+	// between MinProgressInterval and DefaultProgressInterval, so that a
+	// straggler has reported by the time an idle trainer could take its
+	// rest. 0 (what the master sends for DefaultProgressInterval, and a
+	// master that predates the field): DefaultProgressInterval. A client
+	// configured with an interval of its own keeps it.
+	ProgressMillis int64 `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else
