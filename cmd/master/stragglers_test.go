@@ -1,11 +1,13 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // TestStragglersSplitTrainsEveryRecordOnce: with -stragglers split, real
@@ -39,4 +41,25 @@ func TestStragglersSplitTrainsEveryRecordOnce(t *testing.T) {
 		t.Fatalf("no straggler split in the master's log:\n%s", lastLines(log, 40))
 	}
 	t.Logf("%d splits, %d backups", strings.Count(log, "straggler split"), strings.Count(log, "straggler backed up"))
+}
+
+// TestStragglersFlagDefault: -stragglers is split unless given; off and
+// backup remain.
+func TestStragglersFlagDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want taskqueue.Stragglers
+	}{
+		{nil, taskqueue.StragglersSplit},
+		{[]string{"-stragglers", "off"}, taskqueue.StragglersOff},
+		{[]string{"-stragglers", "backup"}, taskqueue.StragglersBackup},
+	} {
+		o, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.queue.Stragglers != tc.want {
+			t.Errorf("%q: stragglers %v, want %v", tc.args, o.queue.Stragglers, tc.want)
+		}
+	}
 }
