@@ -121,28 +121,43 @@ func (p *progress) end() {
 	p.task = wire.Task{}
 }
 
-// run reports the position every interval until ctx ends: every
-// ProgressInterval, or, when the client follows the master, every
-// interval the task being consumed asks for, from its start.
+// run reports the position until ctx ends: every ProgressInterval, or,
+// when the client follows the master, from the start of each task after
+// wire.MinProgressInterval, then after twice the last wait each time, up
+// to the interval the task asks for (ramp): the master hears early of a
+// task its trainer started, and so can split it if it straggles, even
+// when it could not yet say how often to report (a dispatch of a pass's
+// first wave asks nothing: 1 s, 2 s, 4 s, 8 s, then every 10 s).
 func (p *progress) run(ctx context.Context) {
 	defer close(p.exited)
 	if !p.on() {
 		return
 	}
 	interval := p.every(wire.Task{})
-	timer := time.NewTimer(interval)
+	wait := p.ramp(0, interval)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		select {
 		case <-timer.C:
 			p.report(ctx)
+			wait = p.ramp(wait, interval)
 		case interval = <-p.began:
 			timer.Stop()
+			wait = p.ramp(0, interval)
 		case <-ctx.Done():
 			return
 		}
-		timer.Reset(interval)
+		timer.Reset(wait)
 	}
+}
+
+// ramp returns the wait after last (0: a task's first) towards interval.
+func (p *progress) ramp(last, interval time.Duration) time.Duration {
+	if !p.c.followsMaster {
+		return interval
+	}
+	return min(max(2*last, wire.MinProgressInterval), interval)
 }
 
 // final reports the position of a task the loop left in the middle, once

@@ -10,9 +10,10 @@ import (
 
 // TestProgressAsTheTaskAsks: a client left at the default progress
 // interval reports as often as each task asks (wire.Task.ProgressMillis),
-// from the task's start; one configured with an interval keeps it, and a
-// task that asks nothing gets wire.DefaultProgressInterval (10 s). The
-// loop spends 2.5 s on a task of 20 records.
+// from the task's start, its waits doubling from wire.MinProgressInterval
+// up to that (wire.DefaultProgressInterval for a task that asks nothing);
+// one configured with an interval keeps it. The loop spends 2.5 s on a
+// task of 20 records.
 func TestProgressAsTheTaskAsks(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -23,7 +24,7 @@ func TestProgressAsTheTaskAsks(t *testing.T) {
 	}{
 		{"as asked", 1000, 0, 2, 3},
 		{"configured", 1000, time.Hour, 0, 0},
-		{"nothing asked", 0, 0, 0, 0},
+		{"nothing asked", 0, 0, 1, 1}, // after 1 s, then 2 s later: past the task
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fast

@@ -307,9 +307,10 @@ def test_progress_every_is_what_the_task_asks(millis, every):
 
 
 @pytest.mark.parametrize("follows, interval, millis, reports", [
-    (True, 10.0, 1000, 1),  # as the task asks, from its start
+    (True, 10.0, 1000, 2),  # as the task asks, from its start
+    (True, 10.0, 400, 2),  # never more often than MIN_PROGRESS_INTERVAL
     (False, 3600, 1000, 0),  # an interval configured is kept
-    (True, 10.0, 0, 0),  # a task that asks nothing: the default, 10 s
+    (True, 10.0, 0, 1),  # a task that asks nothing: after 1 s, 2 s more, ... up to 10 s
 ])
 def test_progress_is_reported_as_often_as_the_task_asks(follows, interval, millis, reports):
     answers = _Answers({"Report": 1, "To": 0})
@@ -320,7 +321,7 @@ def test_progress_is_reported_as_often_as_the_task_asks(follows, interval, milli
     reporter.start()
     try:
         for _ in position.begin({"Index": 0, "Epoch": 1, "Pass": 0, "ProgressMillis": millis}, _records(20)):
-            time.sleep(0.08)  # training: 1.6 s for the task
+            time.sleep(0.12)  # training: 2.4 s for the task
     finally:
         stop.set()
         position.wake()

@@ -13,7 +13,7 @@ import threading
 from typing import Any, Iterator, List, NamedTuple, Optional, Protocol
 
 from .errors import ConnectionLost, MasterError
-from .wire import HEARD, NOT_OURS, ProgressReply, Task, progress_every, root
+from .wire import HEARD, MIN_PROGRESS_INTERVAL, NOT_OURS, ProgressReply, Task, progress_every, root
 
 __all__ = ["Record", "Position", "Reporter", "CHECK_WAIT"]
 
@@ -162,19 +162,26 @@ class Position:
         return task
 
     def run(self, stop: threading.Event) -> None:
-        """Reports the position every interval until stop is set (and wake
-        called): every progress_interval, or every interval the task being
-        yielded asks for, from its start."""
+        """Reports the position until stop is set (and wake called): every
+        progress_interval, or, when the client follows the master, from the
+        start of each task after MIN_PROGRESS_INTERVAL, then after twice
+        the last wait each time, up to the interval the task asks for (a
+        task that asks nothing: 1 s, 2 s, 4 s, 8 s, then every 10 s), so
+        that the master hears early of a task that may straggle."""
+        follows = self._client.follows_master
+        wait = 0.0
         while True:
             with self._wake:
                 if stop.is_set():
                     return
                 began = self._began
-                self._wake.wait(self._every)
+                wait = min(max(2 * wait, MIN_PROGRESS_INTERVAL), self._every) if follows else self._every
+                self._wake.wait(wait)
                 if stop.is_set():
                     return
                 if self._began != began:
-                    continue  # a task began: its interval starts now
+                    wait = 0.0
+                    continue  # a task began: its waits start now
             self.report()
 
     def wake(self) -> None:
