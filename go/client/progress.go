@@ -12,14 +12,14 @@ import (
 // progress follows how far the loop got in the task it consumes, and
 // reports it to the master (wire.Progress) from a goroutine of its own at
 // most every Config.ProgressInterval (or, when the client follows the
-// master, every interval the task asks for, from its start: every), so
-// that the loop never waits for the master's commit; stop sends the last position of a task left in the
-// middle. A report the master refuses is logged and dropped: progress only
-// saves work after a fault, it is never needed. A report answered
-// superseded, already done or stale pass says the task is no longer this
-// trainer's (it timed out and went to another, or another finished it):
-// the loop then drops it at its next record and does not report it
-// finished. An answer that moves the task's end (the master cut its rest
+// master, as often as the task asks: every, ramp), so that the loop never
+// waits for the master's commit; stop sends the last position of a task
+// left in the middle. A report the master refuses is logged and dropped:
+// progress only saves work after a fault, it is never needed. A report
+// answered superseded, already done or stale pass says the task is no
+// longer this trainer's (it timed out and went to another, or another
+// finished it): the loop then drops it at its next record and does not
+// report it finished. An answer that moves the task's end (the master cut its rest
 // off for an idle trainer: wire.ProgressReply.To) makes the loop stop
 // there.
 type progress struct {

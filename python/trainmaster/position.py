@@ -70,8 +70,8 @@ class Reporter(Protocol):
 class Position:
     """How far a records() loop got in the task it yields, reported by a
     thread of its own every progress_interval (run), or, when the client
-    follows the master, every interval the task asks for, from its start. The records are
-    yielded in C from a list iterator: the position is read off that
+    follows the master, as often as the task asks, from its start. The
+    records are yielded in C from a list iterator: the position is read off that
     iterator (its length hint is what is left), so following it costs the
     loop nothing per record. A record counts as trained once yielded. A
     report answered superseded, already done or stale pass says the task is
