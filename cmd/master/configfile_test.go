@@ -71,7 +71,7 @@ func TestConfigFileErrors(t *testing.T) {
 // (the file's not even parsed), and the command line overrides the
 // environment.
 func TestConfigFilePrecedence(t *testing.T) {
-	path := writeConfig(t, "# a comment\n\npasses 3\ntask-timeout=5m\nstragglers split\nversion\nchunks-per-task 4\ntask-timeout-max nine\n")
+	path := writeConfig(t, "# a comment\n\npasses 3\ntask-timeout=5m\nstragglers backup\nversion\nchunks-per-task 4\ntask-timeout-max nine\n")
 	t.Setenv("MASTER_TASK_TIMEOUT_MAX", "9")
 	for _, tc := range []struct {
 		name             string
@@ -93,8 +93,8 @@ func TestConfigFilePrecedence(t *testing.T) {
 				t.Fatal(err)
 			}
 			if o.queue.Passes != tc.passes || o.queue.MaxTimeouts != tc.maxTimes || o.queue.Timeout != 5*time.Minute ||
-				o.queue.Stragglers != taskqueue.StragglersSplit || !o.version || o.chunksPerTask != 4 {
-				t.Fatalf("options %+v; want %d passes, %d timeouts, 5m, split, version, 4 chunks", o, tc.passes, tc.maxTimes)
+				o.queue.Stragglers != taskqueue.StragglersBackup || !o.version || o.chunksPerTask != 4 {
+				t.Fatalf("options %+v; want %d passes, %d timeouts, 5m, backup, version, 4 chunks", o, tc.passes, tc.maxTimes)
 			}
 		})
 	}

@@ -91,7 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.queue.MaxTimeouts, "task-timeout-max", taskqueue.DefaultMaxTimeouts, "a task that times out or fails more often than this in a pass is discarded for the pass")
 	fs.DurationVar(&o.queue.Reassign, "task-reassign", taskqueue.DefaultReassign, "a task that timed out waits this long for another trainer than the one it was taken from (negative: no wait)")
 	fs.Uint64Var(&o.shuffleSeed, "shuffle-seed", 0, "hand out each pass's tasks, and have trainers train each task's records, in an order drawn from this `seed`, stored with the dataset (0: file order)")
-	stragglers := fs.String("stragglers", "off", "what a trainer that finds todo empty gets while a task runs 1.5 times past its expected time: `off` (nothing), split (the rest of it, cut off as a piece, when its trainer reports progress; else a backup) or backup (a second dispatch of it)")
+	stragglers := fs.String("stragglers", "split", "what a trainer that finds todo empty gets while a task runs 1.5 times past its expected time: off (nothing), `split` (the rest of it, cut off as a piece, when its trainer reports progress; else a backup) or backup (a second dispatch of it)")
 	fs.DurationVar(&o.trainerGrace, "trainer-grace", master.DefaultTrainerGrace, "a named trainer holding tasks that has no connection for this long is lost: its tasks go back to the front of todo at once, not counted as timeouts (negative: never)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/taskqueue"
 )
 
 // TestStragglersSplitTrainsEveryRecordOnce: with -stragglers split, real
@@ -22,7 +24,7 @@ func TestStragglersSplitTrainsEveryRecordOnce(t *testing.T) {
 	addr := p.awaitServing(30 * time.Second)
 	traces := t.TempDir()
 	const fast, slow = 10 * time.Millisecond, 100 * time.Millisecond
-	startTrainers(t, trainerBinary(t), traces, []time.Duration{slow, fast, fast, fast}, "-addr", addr)()
+	startTrainers(t, trainerBinary(t), traces, []time.Duration{slow, fast, fast, fast}, "-addr", addr, "-progress-interval", "1s")()
 	trained := readTraces(t, traces)
 	for task := range 25 {
 		for pos := range 40 {
@@ -39,4 +41,25 @@ func TestStragglersSplitTrainsEveryRecordOnce(t *testing.T) {
 		t.Fatalf("no straggler split in the master's log:\n%s", lastLines(log, 40))
 	}
 	t.Logf("%d splits, %d backups", strings.Count(log, "straggler split"), strings.Count(log, "straggler backed up"))
+}
+
+// TestStragglersFlagDefault: -stragglers is split unless given; off and
+// backup remain.
+func TestStragglersFlagDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want taskqueue.Stragglers
+	}{
+		{nil, taskqueue.StragglersSplit},
+		{[]string{"-stragglers", "off"}, taskqueue.StragglersOff},
+		{[]string{"-stragglers", "backup"}, taskqueue.StragglersBackup},
+	} {
+		o, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.queue.Stragglers != tc.want {
+			t.Errorf("%q: stragglers %v, want %v", tc.args, o.queue.Stragglers, tc.want)
+		}
+	}
 }

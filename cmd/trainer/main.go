@@ -146,7 +146,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.name, "name", "", "`name` given to the master with every call, for its per-trainer figures (default hostname-pid-xxxx; with -tls-cert, the certificate's common name in place of the host's, as a master with -tls-client-ca wants)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per pass")
 	fs.IntVar(&o.prefetch, "prefetch", 0, "tasks read ahead (0: the client's default, negative: none)")
-	fs.DurationVar(&o.progress, "progress-interval", wire.DefaultProgressInterval, "report how far this trainer got in its task this often, so that after a fault the task resumes there (negative: never)")
+	fs.DurationVar(&o.progress, "progress-interval", 0, "report how far this trainer got in its task this often, so that after a fault the task resumes there and a straggling task can be split (0: as often as each task asks, 1s to 10s; negative: never)")
 	fs.BoolVar(&o.verbose, "v", false, "log the client's retries")
 	fs.IntVar(&o.stallTask, "stall-task", -1, "hang on task `N` the first time it comes, until interrupted (demo)")
 	fs.IntVar(&o.failTask, "fail-task", -1, "report task `N` failed the first time it comes (demo)")

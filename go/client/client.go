@@ -23,6 +23,9 @@ var ErrClosed = errors.New("client: closed")
 type Client struct {
 	res Resolver
 	cfg Config
+	// followsMaster: Config.ProgressInterval was left 0, so that progress
+	// is reported as often as each task asks (wire.Task.ProgressMillis).
+	followsMaster bool
 
 	life  context.Context // ends when Close is called
 	close context.CancelCauseFunc
@@ -42,7 +45,7 @@ type Client struct {
 // until the first call.
 func New(r Resolver, cfg Config) *Client {
 	life, cancel := context.WithCancelCause(context.Background())
-	return &Client{res: r, cfg: cfg.withDefaults(), life: life, close: cancel}
+	return &Client{res: r, cfg: cfg.withDefaults(), followsMaster: cfg.ProgressInterval == 0, life: life, close: cancel}
 }
 
 // Close drops the connection and ends every call and Records loop in

@@ -86,9 +86,11 @@ type Config struct {
 	// ProgressInterval is how often Records reports how far it got in the
 	// task it consumes (wire.Progress), so that after a fault the next
 	// dispatch of the task starts there instead of at its first record;
-	// it also reports when a loop ends in the middle of a task. Default
-	// wire.DefaultProgressInterval (10s); negative: never. Each report is
-	// one fenced write on the master.
+	// it also reports when a loop ends in the middle of a task. 0 (the
+	// default): as often as each task asks (wire.Task.ProgressMillis: a
+	// fifth of its expected time, 1 s to 10 s), counted from the start of
+	// the task, wire.DefaultProgressInterval (10s) when it asks nothing;
+	// negative: never. Each report is one fenced write on the master.
 	ProgressInterval time.Duration
 
 	// Inject is for tests and demos of fault handling. When set, it is

@@ -51,8 +51,9 @@
 //     and moves to the master it names if that is another one: a frozen
 //     master (SIGSTOP) keeps its connections open, and its standby serves
 //     long before Config.CallTimeout.
-//   - The loop reports how far it got in its task (Config.ProgressInterval,
-//     and when it stops in the middle of one), starts a task handed out
+//   - The loop reports how far it got in its task (as often as the task
+//     asks, wire.Task.ProgressMillis, or every Config.ProgressInterval
+//     when set; and when it stops in the middle of one), starts a task handed out
 //     again where the last dispatch got (wire.Task.From), and drops a task
 //     the master says is no longer this trainer's (it timed out and went
 //     to another, or another finished it), without reporting it finished.

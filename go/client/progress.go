@@ -11,14 +11,15 @@ import (
 
 // progress follows how far the loop got in the task it consumes, and
 // reports it to the master (wire.Progress) from a goroutine of its own at
-// most every Config.ProgressInterval, so that the loop never waits for the
-// master's commit; stop sends the last position of a task left in the
-// middle. A report the master refuses is logged and dropped: progress only
-// saves work after a fault, it is never needed. A report answered
-// superseded, already done or stale pass says the task is no longer this
-// trainer's (it timed out and went to another, or another finished it):
-// the loop then drops it at its next record and does not report it
-// finished. An answer that moves the task's end (the master cut its rest
+// most every Config.ProgressInterval (or, when the client follows the
+// master, as often as the task asks: every, ramp), so that the loop never
+// waits for the master's commit; stop sends the last position of a task
+// left in the middle. A report the master refuses is logged and dropped:
+// progress only saves work after a fault, it is never needed. A report
+// answered superseded, already done or stale pass says the task is no
+// longer this trainer's (it timed out and went to another, or another
+// finished it): the loop then drops it at its next record and does not
+// report it finished. An answer that moves the task's end (the master cut its rest
 // off for an idle trainer: wire.ProgressReply.To) makes the loop stop
 // there.
 type progress struct {
@@ -29,12 +30,29 @@ type progress struct {
 	dropped atomic.Bool  // the master said the task is no longer this trainer's
 	to      atomic.Int64 // where the loop is to stop in the task being consumed; 0: its end
 
+	began chan time.Duration // the interval of a task begun, when the client follows the master; run restarts its timer
+
 	mu   sync.Mutex
 	task wire.Task // the task being consumed; Epoch 0: none
 	sent int64     // the position last reported for it
 }
 
-func newProgress(c *Client) *progress { return &progress{c: c, exited: make(chan struct{})} }
+func newProgress(c *Client) *progress {
+	return &progress{c: c, exited: make(chan struct{}), began: make(chan time.Duration, 1)}
+}
+
+// every returns how often to report in t: as t asks when the client
+// follows the master (never more often than wire.MinProgressInterval),
+// else Config.ProgressInterval.
+func (p *progress) every(t wire.Task) time.Duration {
+	if !p.c.followsMaster {
+		return p.c.cfg.ProgressInterval
+	}
+	if t.ProgressMillis <= 0 {
+		return wire.DefaultProgressInterval
+	}
+	return max(time.Duration(t.ProgressMillis)*time.Millisecond, wire.MinProgressInterval)
+}
 
 // on reports whether the client reports progress.
 func (p *progress) on() bool { return p.c.cfg.ProgressInterval > 0 }
@@ -84,6 +102,13 @@ func (p *progress) begin(t wire.Task) {
 	p.done.Store(int64(t.From))
 	p.dropped.Store(false)
 	p.to.Store(int64(t.To))
+	if p.c.followsMaster {
+		select { // the latest task's interval replaces one run has not taken yet
+		case <-p.began:
+		default:
+		}
+		p.began <- p.every(t)
+	}
 }
 
 // reached says the records before position done are trained.
@@ -96,22 +121,43 @@ func (p *progress) end() {
 	p.task = wire.Task{}
 }
 
-// run reports the position every ProgressInterval until ctx ends.
+// run reports the position until ctx ends: every ProgressInterval, or,
+// when the client follows the master, from the start of each task after
+// wire.MinProgressInterval, then after twice the last wait each time, up
+// to the interval the task asks for (ramp): the master hears early of a
+// task its trainer started, and so can split it if it straggles, even
+// when it could not yet say how often to report (a dispatch of a pass's
+// first wave asks nothing: 1 s, 2 s, 4 s, 8 s, then every 10 s).
 func (p *progress) run(ctx context.Context) {
 	defer close(p.exited)
 	if !p.on() {
 		return
 	}
-	ticker := time.NewTicker(p.c.cfg.ProgressInterval)
-	defer ticker.Stop()
+	interval := p.every(wire.Task{})
+	wait := p.ramp(0, interval)
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for {
 		select {
-		case <-ticker.C:
+		case <-timer.C:
 			p.report(ctx)
+			wait = p.ramp(wait, interval)
+		case interval = <-p.began:
+			timer.Stop()
+			wait = p.ramp(0, interval)
 		case <-ctx.Done():
 			return
 		}
+		timer.Reset(wait)
 	}
+}
+
+// ramp returns the wait after last (0: a task's first) towards interval.
+func (p *progress) ramp(last, interval time.Duration) time.Duration {
+	if !p.c.followsMaster {
+		return interval
+	}
+	return min(max(2*last, wire.MinProgressInterval), interval)
 }
 
 // final reports the position of a task the loop left in the middle, once

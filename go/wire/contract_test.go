@@ -29,6 +29,7 @@ type contract struct {
 		MaxErrorBytes                  int
 		MaxTrainerNameBytes            int
 		DefaultProgressIntervalSeconds int
+		MinProgressIntervalSeconds     int
 	}
 	Shuffle []struct {
 		N     int    `json:"n"`
@@ -114,7 +115,8 @@ func TestContractLimits(t *testing.T) {
 	l := readContract(t).Limits
 	if l.DefaultDataset != wire.DefaultDataset || l.MaxErrorBytes != wire.MaxErrorBytes ||
 		l.MaxTrainerNameBytes != wire.MaxTrainerNameBytes ||
-		time.Duration(l.DefaultProgressIntervalSeconds)*time.Second != wire.DefaultProgressInterval {
+		time.Duration(l.DefaultProgressIntervalSeconds)*time.Second != wire.DefaultProgressInterval ||
+		time.Duration(l.MinProgressIntervalSeconds)*time.Second != wire.MinProgressInterval {
 		t.Errorf("limits %+v", l)
 	}
 }

@@ -16,10 +16,14 @@ import "time"
 // were trained; in file order it names the block and record reached.
 //
 // Reports cost the master one fenced etcd write each, so a trainer sends
-// one at most every ProgressInterval (go/client and the Python client
-// default to DefaultProgressInterval), and the master records at most one
+// one at most every ProgressInterval, and the master records at most one
 // per dispatch every MinProgressInterval: a report sooner than that is
-// answered TooSoon and changes nothing.
+// answered TooSoon and changes nothing. go/client and the Python client
+// report, by default, as often as each task asks (Task.ProgressMillis,
+// counted from the start of the task; DefaultProgressInterval when it
+// asks nothing): never more often than MinProgressInterval, so a trainer
+// costs the master at most one progress write a second, and a task that
+// runs its expected time at most five.
 
 // Progress is what Master.TaskProgress carries.
 type Progress struct {
@@ -44,10 +48,12 @@ type ProgressReply struct {
 }
 
 // DefaultProgressInterval is how often the clients report progress inside
-// a task, by default: a few fenced writes a second with hundreds of
-// trainers.
+// a task whose master asks nothing (Task.ProgressMillis), and the longest
+// interval a master asks for: a task resumed after a fault loses at most
+// this much of its work.
 const DefaultProgressInterval = 10 * time.Second
 
 // MinProgressInterval is the shortest interval between two progress
-// reports of one dispatch that the master records.
+// reports of one dispatch that the master records, and the shortest one
+// it asks for (Task.ProgressMillis).
 const MinProgressInterval = time.Second

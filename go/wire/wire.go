@@ -119,6 +119,15 @@ type Task struct {
 	// then the pass the trainer trains, with a finish carried or not. A
 	// GetTask without it is handed a task of whatever pass is current.
 	OnePass bool `json:",omitempty"`
+	// ProgressMillis is, in a task the master hands out, how often (in
+	// milliseconds, from when the trainer starts on it) its holder is to
+	// report progress in it (progress.go): a fifth of its expected time,
+	// between MinProgressInterval and DefaultProgressInterval, so that a
+	// straggler has reported by the time an idle trainer could take its
+	// rest. 0 (what the master sends for DefaultProgressInterval, and a
+	// master that predates the field): DefaultProgressInterval. A client
+	// configured with an interval of its own keeps it.
+	ProgressMillis int64 `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else

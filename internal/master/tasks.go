@@ -113,6 +113,9 @@ func (s *datasetService) taskReply(task, epoch int) wire.Task {
 	if s.name != wire.DefaultDataset {
 		reply.Dataset = s.name // empty for train: the replies of today's contract are unchanged
 	}
+	if every := s.q.ProgressEvery(task); every != wire.DefaultProgressInterval {
+		reply.ProgressMillis = every.Milliseconds() // 0 says the default, as to a client of an older master
+	}
 	if s.ds.IsRange() {
 		reply.Start, reply.End = s.ds.Range(e.Of)
 	}

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"slices"
 	"time"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 // movingAverage is the mean of the last len(samples) values of seconds per
@@ -84,4 +86,34 @@ func (q *Queues) tightenPending() []Record {
 		}
 	}
 	return changed
+}
+
+// ProgressShare is the part of a dispatch's expected time its holder is
+// asked to report progress every (ProgressEvery): five reports while it
+// runs its expected time, so that a straggler (relieved at StragglerFactor
+// times that time) has reported, and is split, before twice its time.
+const ProgressShare = 5
+
+// ProgressEvery returns how often the holder of the current dispatch of
+// task is asked to report progress (wire.Task.ProgressMillis): a
+// ProgressShare-th of the dispatch's expected time (the moving average ×
+// the records it has left), never under wire.MinProgressInterval nor over
+// wire.DefaultProgressInterval; wire.DefaultProgressInterval until the
+// average is usable.
+func (q *Queues) ProgressEvery(task int) time.Duration {
+	if q.avg.filled < q.cfg.MinSamples {
+		return wire.DefaultProgressInterval
+	}
+	left := q.pieces.end(task) - int64(q.entry(task).Progress)
+	return progressEvery(q.avg.mean() * float64(max(left, 1)))
+}
+
+// progressEvery is ProgressEvery for a dispatch expected to take expected
+// seconds.
+func progressEvery(expected float64) time.Duration {
+	secs := expected / ProgressShare
+	if secs >= wire.DefaultProgressInterval.Seconds() { // also guards the conversion against overflow
+		return wire.DefaultProgressInterval
+	}
+	return max(time.Duration(secs*float64(time.Second)), wire.MinProgressInterval)
 }

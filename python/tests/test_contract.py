@@ -53,9 +53,10 @@ def test_every_error_text_is_in_the_table():
 
 def test_limits():
     limits = CONTRACT["limits"]
-    assert (wire.DEFAULT_DATASET, wire.MAX_ERROR_BYTES, wire.MAX_TRAINER_NAME_BYTES, wire.DEFAULT_PROGRESS_INTERVAL) == (
+    assert (wire.DEFAULT_DATASET, wire.MAX_ERROR_BYTES, wire.MAX_TRAINER_NAME_BYTES, wire.DEFAULT_PROGRESS_INTERVAL,
+            wire.MIN_PROGRESS_INTERVAL) == (
         limits["DefaultDataset"], limits["MaxErrorBytes"], limits["MaxTrainerNameBytes"],
-        limits["DefaultProgressIntervalSeconds"])
+        limits["DefaultProgressIntervalSeconds"], limits["MinProgressIntervalSeconds"])
 
 
 @pytest.mark.parametrize("vector", CONTRACT["shuffle"], ids=lambda v: f"n{v['n']}-seed{v['seed']}")

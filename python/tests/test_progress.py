@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from trainmaster import pipeline
 from trainmaster import tasks as tasks_module
 from trainmaster.position import Position
 from trainmaster.tasks import read_task
+from trainmaster.wire import progress_every
 
 
 def test_stopped_loop_reports_progress_and_next_dispatch_resumes(tmp_path, master):
@@ -97,6 +99,7 @@ class _Answers:
     reply, and keeps the positions reported."""
 
     progress_interval = 1.0
+    follows_master = False
 
     def __init__(self, reply):
         self.reply, self.sent = reply, []
@@ -292,3 +295,36 @@ def test_no_check_for_a_task_that_did_not_wait_or_without_progress(monkeypatch, 
     got = [(r.task, r.last) for r in c.records(finish_when_read=True)]
     c.close()
     assert len(got) == 10 and c.checked == [] and c.finished == [1, 2]
+
+
+@pytest.mark.parametrize("millis, every", [(0, 10.0), (None, 10.0), (-5, 10.0), (200, 1.0), (1000, 1.0), (2500, 2.5),
+                                           (10000, 10.0)])
+def test_progress_every_is_what_the_task_asks(millis, every):
+    task = {"Index": 0, "Epoch": 1, "Pass": 0}
+    if millis is not None:
+        task["ProgressMillis"] = millis
+    assert progress_every(task) == every
+
+
+@pytest.mark.parametrize("follows, interval, millis, reports", [
+    (True, 10.0, 1000, 2),  # as the task asks, from its start
+    (True, 10.0, 400, 2),  # never more often than MIN_PROGRESS_INTERVAL
+    (False, 3600, 1000, 0),  # an interval configured is kept
+    (True, 10.0, 0, 1),  # a task that asks nothing: after 1 s, 2 s more, ... up to 10 s
+])
+def test_progress_is_reported_as_often_as_the_task_asks(follows, interval, millis, reports):
+    answers = _Answers({"Report": 1, "To": 0})
+    answers.follows_master, answers.progress_interval = follows, interval
+    position = Position(answers)
+    stop = threading.Event()
+    reporter = threading.Thread(target=position.run, args=(stop,))
+    reporter.start()
+    try:
+        for _ in position.begin({"Index": 0, "Epoch": 1, "Pass": 0, "ProgressMillis": millis}, _records(20)):
+            time.sleep(0.12)  # training: 2.4 s for the task
+    finally:
+        stop.set()
+        position.wake()
+        reporter.join(5)
+    assert not reporter.is_alive(), "run did not stop once woken"
+    assert len(answers.sent) == reports, answers.sent

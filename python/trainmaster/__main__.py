@@ -25,7 +25,8 @@ trainers of one pass add up.
 --name is the name it gives the master, for its per-trainer figures
 (default "hostname-pid-xxxx"); --record-delay pretends to train, sleeping that
 long on every record (for demos); --progress-interval is how often it
-reports how far it got in its task (default 10; 0: never).
+reports how far it got in its task (default: as often as each task asks, 1
+to 10 seconds; 0: never).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from . import Client, Digest, EtcdResolver, recordio
-from .wire import DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL
+from .wire import DEFAULT_DATASET
 
 
 def _counted(data: Optional[bytes], index: Optional[int]) -> bytes:
@@ -120,8 +121,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="train the dataset of this name (default train); a record of an index-range dataset "
                             "counts in the digests as its index, 8 bytes little-endian")
     train.add_argument("--name", help="the trainer's name the master shows (default hostname-pid-xxxx)")
-    train.add_argument("--progress-interval", type=float, default=DEFAULT_PROGRESS_INTERVAL, metavar="SECONDS",
-                       help="report how far the trainer got in its task this often (0: never)")
+    train.add_argument("--progress-interval", type=float, default=None, metavar="SECONDS",
+                       help="report how far the trainer got in its task this often (default: as often as each "
+                            "task asks, 1 to 10; 0: never)")
     train.add_argument("--token-file", help="file holding the master's token")
     train.add_argument("--json", action="store_true", help="print JSON lines, one per task and per pass")
     train.add_argument("--record-delay", type=float, default=0.0, metavar="SECONDS",

@@ -36,7 +36,11 @@ class Client:
     Safe to use from several threads; one connection, shared.
     progress_interval is how often records() reports how far it got in a
     task (seconds; 0 or less: never), so that after a fault the task's next
-    dispatch starts there (wire.Progress). A call waits call_timeout
+    dispatch starts there (wire.Progress), and the master can cut a
+    straggling task short for an idle trainer; None (the default): as
+    often as each task asks (its ProgressMillis: a fifth of its expected
+    time, 1 to 10 s), from its start, DEFAULT_PROGRESS_INTERVAL when it
+    asks nothing (follows_master is then set). A call waits call_timeout
     (seconds) for its reply; with a callable resolver, a call without a
     reply for 2 s asks it whether the master moved (a frozen master answers
     nothing), and every 2 s again, and follows it at once if so.
@@ -49,7 +53,7 @@ class Client:
     def __init__(self, resolver: Union[str, Callable[[], str]], *, token: Optional[str] = None,
                  tls: Optional[ssl.SSLContext] = None, server_name: Optional[str] = None, prefetch: int = 1,
                  min_backoff: float = 0.1, max_backoff: float = 5.0, call_timeout: float = 30.0,
-                 name: Optional[str] = None, progress_interval: float = DEFAULT_PROGRESS_INTERVAL,
+                 name: Optional[str] = None, progress_interval: Optional[float] = None,
                  dataset: str = DEFAULT_DATASET) -> None:
         if not isinstance(dataset, str):
             raise TypeError(f"dataset is a dataset's name, not {type(dataset).__name__} "
@@ -59,7 +63,8 @@ class Client:
         self.name = trainer_name(name)
         self.prefetch = max(prefetch, 1)
         self.call_timeout = call_timeout
-        self.progress_interval = progress_interval
+        self.follows_master = progress_interval is None
+        self.progress_interval = DEFAULT_PROGRESS_INTERVAL if progress_interval is None else progress_interval
         self.dataset = dataset or DEFAULT_DATASET
 
     # The contract's calls.

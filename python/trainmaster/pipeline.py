@@ -117,6 +117,7 @@ class Loop:
         """Stops the threads: reports the position of a task left in the
         middle, if any, and sends the finishes already queued."""
         self._stop.set()
+        self._position.wake()
         if progress.is_alive():
             progress.join(self._client.call_timeout)
         if self._reporting:

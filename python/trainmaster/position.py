@@ -13,7 +13,7 @@ import threading
 from typing import Any, Iterator, List, NamedTuple, Optional, Protocol
 
 from .errors import ConnectionLost, MasterError
-from .wire import HEARD, NOT_OURS, ProgressReply, Task, root
+from .wire import HEARD, MIN_PROGRESS_INTERVAL, NOT_OURS, ProgressReply, Task, progress_every, root
 
 __all__ = ["Record", "Position", "Reporter", "CHECK_WAIT"]
 
@@ -62,14 +62,16 @@ class Reporter(Protocol):
     """What a Position needs of the client: its progress reports."""
 
     progress_interval: float
+    follows_master: bool  # report as often as each task asks, not every progress_interval
 
     def task_progress(self, task: Task, done: int, *, within: Optional[float] = None) -> ProgressReply: ...
 
 
 class Position:
     """How far a records() loop got in the task it yields, reported by a
-    thread of its own every progress_interval (run). The records are
-    yielded in C from a list iterator: the position is read off that
+    thread of its own every progress_interval (run), or, when the client
+    follows the master, as often as the task asks, from its start. The
+    records are yielded in C from a list iterator: the position is read off that
     iterator (its length hint is what is left), so following it costs the
     loop nothing per record. A record counts as trained once yielded. A
     report answered superseded, already done or stale pass says the task is
@@ -94,6 +96,9 @@ class Position:
         self._n = 0
         self._sent = 0
         self._dropped = False
+        self._every = client.progress_interval  # the interval run waits
+        self._began = 0  # tasks begun that set _every: run restarts its wait at each
+        self._wake = threading.Condition(self._mu)  # run's wait, ended by a task begun or by wake
 
     def begin(self, task: Task, records: List[Any], ranged: bool = False) -> Iterator[Record]:
         """The records of task from its From on (an earlier dispatch trained
@@ -116,6 +121,9 @@ class Position:
         with self._mu:
             self._task, self._records, self._it, self._n, self._sent, self._dropped = task, records, it, n, start, False
             self._lasts, self._start = lasts, start
+            if self._client.follows_master:
+                self._every, self._began = progress_every(task), self._began + 1
+                self._wake.notify_all()
         fields = (itertools.repeat(root(task), left), itertools.repeat(task["Pass"], left), iter(lasts),
                   itertools.count(start))
         if ranged:
@@ -154,9 +162,32 @@ class Position:
         return task
 
     def run(self, stop: threading.Event) -> None:
-        """Reports the position every progress_interval until stop is set."""
-        while not stop.wait(self._client.progress_interval):
+        """Reports the position until stop is set (and wake called): every
+        progress_interval, or, when the client follows the master, from the
+        start of each task after MIN_PROGRESS_INTERVAL, then after twice
+        the last wait each time, up to the interval the task asks for (a
+        task that asks nothing: 1 s, 2 s, 4 s, 8 s, then every 10 s), so
+        that the master hears early of a task that may straggle."""
+        follows = self._client.follows_master
+        wait = 0.0
+        while True:
+            with self._wake:
+                if stop.is_set():
+                    return
+                began = self._began
+                wait = min(max(2 * wait, MIN_PROGRESS_INTERVAL), self._every) if follows else self._every
+                self._wake.wait(wait)
+                if stop.is_set():
+                    return
+                if self._began != began:
+                    wait = 0.0
+                    continue  # a task began: its waits start now
             self.report()
+
+    def wake(self) -> None:
+        """Ends run's wait, for it to see its stop set."""
+        with self._wake:
+            self._wake.notify_all()
 
     def report(self) -> None:
         """Sends the position if it moved since the last report, and acts

@@ -15,7 +15,7 @@ from typing import List, NotRequired, Optional, Required, TypedDict
 
 __all__ = [
     "Report", "NOT_OURS", "HEARD", "Block", "Task", "Progress", "ProgressReply", "Dataset", "DEFAULT_DATASET", "MAX_ERROR_BYTES",
-    "MAX_TRAINER_NAME_BYTES", "DEFAULT_PROGRESS_INTERVAL", "cut_reason", "trainer_name", "root",
+    "MAX_TRAINER_NAME_BYTES", "DEFAULT_PROGRESS_INTERVAL", "MIN_PROGRESS_INTERVAL", "progress_every", "cut_reason", "trainer_name", "root",
 ]
 
 # The dataset of calls that name none (wire.DefaultDataset): the one
@@ -28,9 +28,14 @@ MAX_ERROR_BYTES = 1024
 # The most of a trainer's name the master keeps (wire.MaxTrainerNameBytes).
 MAX_TRAINER_NAME_BYTES = 128
 
-# How often records() reports progress inside a task, by default
-# (wire.DefaultProgressInterval), in seconds.
+# How often records() reports progress inside a task whose master asks
+# nothing (Task's ProgressMillis; wire.DefaultProgressInterval), in seconds.
 DEFAULT_PROGRESS_INTERVAL = 10.0
+
+# The shortest interval between two progress reports of a dispatch the
+# master records, and the shortest it asks for (wire.MinProgressInterval),
+# in seconds.
+MIN_PROGRESS_INTERVAL = 1.0
 
 
 class Report(enum.IntEnum):
@@ -69,8 +74,10 @@ class Task(TypedDict, total=False):
     record indexes [Start, End) of a task of an index-range dataset; From
     and To the positions to start and stop at (0: the task's start and
     end); Seed the order of its records; Piece and Of say it is a piece of
-    task Of; Dataset is omitted for train. The master omits every field
-    that is zero."""
+    task Of; Dataset is omitted for train; ProgressMillis how often (in
+    milliseconds, from the task's start) its holder is to report progress
+    in it (see progress_every). The master omits every field that is
+    zero."""
 
     Index: Required[int]
     Epoch: Required[int]
@@ -86,6 +93,7 @@ class Task(TypedDict, total=False):
     Dataset: str
     Start: int
     End: int
+    ProgressMillis: int
 
 
 class Progress(TypedDict):
@@ -151,3 +159,13 @@ def trainer_name(name: Optional[str] = None) -> str:
     if not name:
         name = f"{socket.gethostname()}-{os.getpid()}-{random.getrandbits(16):04x}"
     return _cut(name.encode(errors="replace"), MAX_TRAINER_NAME_BYTES)
+
+
+def progress_every(task: Task) -> float:
+    """How often, in seconds, task asks its holder to report progress
+    (wire.Task.ProgressMillis): DEFAULT_PROGRESS_INTERVAL when it asks
+    nothing, never less than MIN_PROGRESS_INTERVAL."""
+    millis = task.get("ProgressMillis") or 0
+    if millis <= 0:
+        return DEFAULT_PROGRESS_INTERVAL
+    return max(millis / 1000, MIN_PROGRESS_INTERVAL)

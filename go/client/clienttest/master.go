@@ -35,6 +35,9 @@ type Options struct {
 	// wire.TaskSeed(Seed, pass, index), as the real master's do (the queue
 	// keeps index order). 0: none, file order.
 	Seed uint64
+	// ProgressMillis is what every task handed out asks of its holder's
+	// progress reports (wire.Task.ProgressMillis); 0: nothing.
+	ProgressMillis int64
 }
 
 // Event is one call the master answered.
@@ -46,6 +49,7 @@ type Event struct {
 	// back.
 	ArgBlocks int
 	Reply     wire.Task // GetTask's answer (Blocks left out)
+	Done      int       // TaskProgress's position (Arg has its Index, Epoch and Pass)
 	Report    wire.Report
 	Err       string // the error answered
 }

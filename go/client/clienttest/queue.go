@@ -104,6 +104,7 @@ func (q *queue) get(finished wire.Task, reply *wire.Task) (wire.Report, error) {
 	q.pending[i] = dispatch{epoch: q.epochs[i], at: time.Now()}
 	*reply = q.tasks[i]
 	reply.Epoch, reply.Pass = q.epochs[i], q.pass
+	reply.ProgressMillis = q.opt.ProgressMillis
 	if q.opt.Seed != 0 {
 		reply.Seed = wire.TaskSeed(q.opt.Seed, q.pass, i)
 	}

@@ -68,3 +68,20 @@ func (s *service) TaskFailed(t wire.Task, reply *int) error {
 }
 
 var errBadReport = errors.New("bad report")
+
+// TaskProgress logs a progress report and answers it recorded; the queue
+// keeps no position.
+func (s *service) TaskProgress(p wire.Progress, reply *wire.ProgressReply) error {
+	m := s.m
+	err := m.enter("TaskProgress")
+	defer m.mu.Unlock()
+	if err == nil {
+		reply.Report = wire.Recorded
+	}
+	m.events = append(m.events, Event{At: time.Now(), Method: "TaskProgress", Done: p.Done,
+		Arg: wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer, Dataset: p.Dataset}, Report: reply.Report})
+	if err != nil {
+		m.events[len(m.events)-1].Err = err.Error()
+	}
+	return err
+}
