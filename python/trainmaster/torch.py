@@ -58,7 +58,10 @@ class TaskDataset(torch.utils.data.IterableDataset):
     nothing of the next. The workers of one iteration know each other by
     the DataLoader's base seed of the iteration (get_worker_info) and how
     many times the process iterated the dataset (persistent workers). A
-    dataset made again (a new process) starts at the pass current then. The master is at addr, or found
+    dataset made again (a new process) starts at the pass current then: so
+    after StartRound, make the dataset anew to train the new round. The
+    shared numbers reach the workers by inheritance, which needs the
+    DataLoader's default start method on Linux, fork. The master is at addr, or found
     through etcd at endpoints; dataset, if given (glob patterns of RecordIO
     files), is reported first as the dataset train. name is the trainer's
     name the master shows, default "hostname-pid-xxxx": each DataLoader
