@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/rpc"
 	"net/rpc/jsonrpc"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
 
 // TestHostileProgressFromAStranger is issue 23's first attack on a master
@@ -29,12 +29,12 @@ func TestHostileProgressFromAStranger(t *testing.T) {
 	args := []string{"-data-dir", t.TempDir(), "-token-file", tokenFile, "-dataset", pattern, "-chunks-per-task", "50"}
 	first := startMaster(t, args...)
 	holder := dialAsTrainer(t, first.awaitServing(30*time.Second), token, "holder")
-	task := holder.getTask()
+	task := holder.GetTask(wire.Task{})
 	if task.Index != 0 || task.Epoch != 1 || task.From != 0 {
 		t.Fatalf("the holder's task: %+v", task)
 	}
 	strangersReport(t, holder.addr, token, task)
-	if rep := holder.progress(task, 3); rep.Report != wire.Recorded {
+	if rep := holder.Progress(task, 3); rep.Report != wire.Recorded {
 		t.Fatalf("the holder's report: %v", rep.Report)
 	}
 
@@ -43,51 +43,28 @@ func TestHostileProgressFromAStranger(t *testing.T) {
 	second := startMaster(t, args...)
 	holder = dialAsTrainer(t, second.awaitServing(30*time.Second), token, "holder")
 	strangersReport(t, holder.addr, token, task)
-	var rep int
-	failed := wire.Task{Index: task.Index, Epoch: task.Epoch, Pass: task.Pass, Trainer: holder.name, Error: "the trainer's disk"}
-	if err := holder.rc.Call("Master.TaskFailed", failed, &rep); err != nil || wire.Report(rep) != wire.Recorded {
-		t.Fatalf("the holder's failure report: %v %v", wire.Report(rep), err)
+	if rep := holder.Failed(task, "the trainer's disk"); rep != wire.Recorded {
+		t.Fatalf("the holder's failure report: %v", rep)
 	}
-	if again := holder.getTask(); again.Index != task.Index || again.From != 3 {
+	if again := holder.GetTask(wire.Task{}); again.Index != task.Index || again.From != 3 {
 		t.Fatalf("handed out again: task %d from %d, want task %d from 3, where its holder got", again.Index, again.From, task.Index)
 	}
 }
 
-// trainerConn is a gob connection, past the token, calling for a trainer.
+// trainerConn is a gob connection to addr, past the token, calling for a
+// trainer.
 type trainerConn struct {
-	t    *testing.T
+	*porttest.Trainer
 	addr string
-	name string
-	rc   *rpc.Client
 }
 
-func dialAsTrainer(t *testing.T, addr, token, name string) *trainerConn {
+func dialAsTrainer(t *testing.T, addr, token, name string) trainerConn {
 	t.Helper()
 	rc, err := dialAuthenticated(addr, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rc.Close() })
-	return &trainerConn{t: t, addr: addr, name: name, rc: rc}
-}
-
-func (c *trainerConn) getTask() wire.Task {
-	c.t.Helper()
-	var task wire.Task
-	if err := c.rc.Call("Master.GetTask", wire.Task{Trainer: c.name}, &task); err != nil {
-		c.t.Fatalf("%s: GetTask: %v", c.name, err)
-	}
-	return task
-}
-
-func (c *trainerConn) progress(task wire.Task, done int) wire.ProgressReply {
-	c.t.Helper()
-	var reply wire.ProgressReply
-	p := wire.Progress{Index: task.Index, Epoch: task.Epoch, Pass: task.Pass, Trainer: c.name, Done: done}
-	if err := c.rc.Call("Master.TaskProgress", p, &reply); err != nil {
-		c.t.Fatalf("%s: TaskProgress: %v", c.name, err)
-	}
-	return reply
+	return trainerConn{Trainer: porttest.NewTrainer(t, name, rc), addr: addr}
 }
 
 // strangersReport has a stranger report the end of task under its own name
@@ -99,7 +76,7 @@ func strangersReport(t *testing.T, addr, token string, task wire.Task) {
 	for _, b := range task.Blocks {
 		end += b.NumRecords
 	}
-	if rep := dialAsTrainer(t, addr, token, "stranger").progress(task, end); rep.Report != wire.Superseded {
+	if rep := dialAsTrainer(t, addr, token, "stranger").Progress(task, end); rep.Report != wire.Superseded {
 		t.Fatalf("a stranger's report of the holder's task: %v, want superseded", rep.Report)
 	}
 	jc, err := jsonrpc.Dial("tcp", addr)

@@ -11,6 +11,7 @@ import (
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/taskqueue"
 	"github.com/trainmaster/master/internal/trainerport"
+	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
 
 // graceRunning reports whether trainer's grace runs.
@@ -34,31 +35,14 @@ func awaitGrace(t *testing.T, s *Service, trainer string, running bool) {
 	}
 }
 
-// trainerOn is a trainer of the given name on a connection of its own.
-type trainerOn struct {
-	t    *testing.T
-	name string
-	rc   *rpc.Client
-}
-
-func dialTrainer(t *testing.T, addr, name string) *trainerOn {
+// dialTrainer is a trainer of the given name on a connection of its own.
+func dialTrainer(t *testing.T, addr, name string) *porttest.Trainer {
 	t.Helper()
 	rc, err := rpc.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rc.Close() })
-	return &trainerOn{t: t, name: name, rc: rc}
-}
-
-func (tr *trainerOn) getTask(finished wire.Task) wire.Task {
-	tr.t.Helper()
-	finished.Trainer = tr.name
-	var next wire.Task
-	if err := tr.rc.Call("Master.GetTask", finished, &next); err != nil {
-		tr.t.Fatalf("%s: GetTask: %v", tr.name, err)
-	}
-	return next
+	return porttest.NewTrainer(t, name, rc)
 }
 
 func pendingOf(svc *Service) map[int]string {
@@ -85,13 +69,13 @@ func TestLostTrainerTasksBackAtOnce(t *testing.T) {
 	}
 	p := startPort(t, s, trainerport.Config{})
 	a, b := dialTrainer(t, p.addr, "a"), dialTrainer(t, p.addr, "b")
-	a.getTask(wire.Task{})
-	a.getTask(wire.Task{})
-	b.getTask(wire.Task{})
+	a.GetTask(wire.Task{})
+	a.GetTask(wire.Task{})
+	b.GetTask(wire.Task{})
 	if got := pendingOf(s); !sameHolders(got, map[int]string{0: "a", 1: "a", 2: "b"}) {
 		t.Fatalf("pending %v", got)
 	}
-	a.rc.Close()
+	a.RC.Close()
 	awaitGrace(t, s, "a", true)
 	clock.Advance(5*time.Second - time.Millisecond)
 	if got := pendingOf(s); len(got) != 3 {
@@ -106,7 +90,7 @@ func TestLostTrainerTasksBackAtOnce(t *testing.T) {
 			t.Fatalf("task %d: %+v", task, e)
 		}
 	}
-	if next := b.getTask(wire.Task{}); next.Index != 0 || next.Epoch != 2 {
+	if next := b.GetTask(wire.Task{}); next.Index != 0 || next.Epoch != 2 {
 		t.Fatalf("b got task %d epoch %d next, want the released task 0 epoch 2", next.Index, next.Epoch)
 	}
 	var lost []string
@@ -141,14 +125,14 @@ func TestTrainerBackWithinGrace(t *testing.T) {
 	}
 	p := startPort(t, s, trainerport.Config{})
 	a, anon := dialTrainer(t, p.addr, "a"), dialTrainer(t, p.addr, "")
-	held := a.getTask(wire.Task{})
-	anon.getTask(wire.Task{})
-	a.rc.Close()
-	anon.rc.Close()
+	held := a.GetTask(wire.Task{})
+	anon.GetTask(wire.Task{})
+	a.RC.Close()
+	anon.RC.Close()
 	awaitGrace(t, s, "a", true)
 	clock.Advance(4 * time.Second)
 	again := dialTrainer(t, p.addr, "a")
-	again.getTask(held) // finishes its task and takes the next
+	again.GetTask(held) // finishes its task and takes the next
 	awaitGrace(t, s, "a", false)
 	clock.Advance(time.Hour - 5*time.Second)
 	if got := pendingOf(s); !sameHolders(got, map[int]string{1: "", 2: "a"}) {
@@ -183,7 +167,7 @@ func TestRestoredHoldersGetGrace(t *testing.T) {
 	}
 	p := startPort(t, s, trainerport.Config{})
 	b := dialTrainer(t, p.addr, "b")
-	b.getTask(wire.Task{})
+	b.GetTask(wire.Task{})
 	clock.Advance(10*time.Second - time.Millisecond) // twice the grace after a failover
 	if got := pendingOf(s); len(got) != 3 {
 		t.Fatalf("within twice the grace, pending %v", got)

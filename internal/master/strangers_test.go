@@ -10,26 +10,6 @@ import (
 	"github.com/trainmaster/master/internal/trainerport"
 )
 
-func (tr *trainerOn) progress(task wire.Task, done int) wire.ProgressReply {
-	tr.t.Helper()
-	var reply wire.ProgressReply
-	p := wire.Progress{Index: task.Index, Epoch: task.Epoch, Pass: task.Pass, Trainer: tr.name, Done: done}
-	if err := tr.rc.Call("Master.TaskProgress", p, &reply); err != nil {
-		tr.t.Fatalf("%s: TaskProgress: %v", tr.name, err)
-	}
-	return reply
-}
-
-func (tr *trainerOn) failed(task wire.Task) wire.Report {
-	tr.t.Helper()
-	var rep int
-	failed := wire.Task{Index: task.Index, Epoch: task.Epoch, Pass: task.Pass, Trainer: tr.name, Error: "the trainer's disk"}
-	if err := tr.rc.Call("Master.TaskFailed", failed, &rep); err != nil {
-		tr.t.Fatalf("%s: TaskFailed: %v", tr.name, err)
-	}
-	return wire.Report(rep)
-}
-
 // TestOnlyTheHolderMovesProgress (issue 23): through the trainer port, a
 // stranger on a connection of its own reports the end of a named
 // trainer's task, under its own name and under none: it is answered
@@ -47,7 +27,7 @@ func TestOnlyTheHolderMovesProgress(t *testing.T) {
 			}
 			p := startPort(t, s, trainerport.Config{})
 			holder := dialTrainer(t, p.addr, "holder")
-			task := holder.getTask(wire.Task{})
+			task := holder.GetTask(wire.Task{})
 			if failover {
 				s.Close()
 				s, _ = newService(t, cfg)
@@ -58,17 +38,17 @@ func TestOnlyTheHolderMovesProgress(t *testing.T) {
 				holder = dialTrainer(t, p.addr, "holder")
 			}
 			for _, name := range []string{"stranger", ""} {
-				if rep := dialTrainer(t, p.addr, name).progress(task, 12); rep.Report != wire.Superseded {
+				if rep := dialTrainer(t, p.addr, name).Progress(task, 12); rep.Report != wire.Superseded {
 					t.Fatalf("the report of %q for the holder's task: %v, want superseded", name, rep.Report)
 				}
 			}
-			if rep := holder.progress(task, 3); rep.Report != wire.Recorded {
+			if rep := holder.Progress(task, 3); rep.Report != wire.Recorded {
 				t.Fatalf("the holder's report: %v", rep.Report)
 			}
-			if rep := holder.failed(task); rep != wire.Recorded {
+			if rep := holder.Failed(task, "the trainer's disk"); rep != wire.Recorded {
 				t.Fatalf("the holder's failure report: %v", rep)
 			}
-			if again := holder.getTask(wire.Task{}); again.Index != task.Index || again.From != 3 {
+			if again := holder.GetTask(wire.Task{}); again.Index != task.Index || again.From != 3 {
 				t.Fatalf("handed out again: task %d from %d, want task %d from 3", again.Index, again.From, task.Index)
 			}
 		})
