@@ -78,10 +78,8 @@ func (s *service) TaskProgress(p wire.Progress, reply *wire.ProgressReply) error
 	if err == nil {
 		reply.Report = wire.Recorded
 	}
-	m.events = append(m.events, Event{At: time.Now(), Method: "TaskProgress", Done: p.Done,
-		Arg: wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer, Dataset: p.Dataset}, Report: reply.Report})
-	if err != nil {
-		m.events[len(m.events)-1].Err = err.Error()
-	}
+	arg := wire.Task{Index: p.Index, Epoch: p.Epoch, Pass: p.Pass, Trainer: p.Trainer, Dataset: p.Dataset}
+	err = m.answer("TaskProgress", arg, wire.Task{}, reply.Report, err)
+	m.events[len(m.events)-1].Done = p.Done
 	return err
 }
