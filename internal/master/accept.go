@@ -62,8 +62,8 @@ func (s *datasetService) build(d wire.Dataset) (*dataset.Dataset, error) {
 	if err != nil {
 		return nil, errors.WithMessagef(err, "master: dataset %q", d.Name)
 	}
-	ds.Name, ds.Passes, ds.ShuffleSeed = d.Name, d.Passes, s.cfg.ShuffleSeed
-	ds.Endless = d.Endless || d.Passes == 0 && s.cfg.Queue.Endless // stored, so that inspect and a standby know it
+	ds.Name, ds.Passes, ds.ShuffleSeed, ds.Endless = d.Name, d.Passes, s.cfg.ShuffleSeed, d.Endless
+	ds.Endless = endless(ds, s.cfg.Queue) // stored, so that inspect and a standby know it
 	return ds, nil
 }
 
