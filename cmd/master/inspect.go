@@ -17,6 +17,7 @@ import (
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/etcdstore"
+	"github.com/trainmaster/master/internal/statusapi"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -268,7 +269,7 @@ func (in queueInspection) print(w io.Writer) {
 	case in.Endless:
 		order += ", passes without end"
 	case d.Passes != 0:
-		order += fmt.Sprintf(", %s a round", plural(d.Passes, "pass", "passes"))
+		order += fmt.Sprintf(", %s a round", statusapi.PassCount(d.Passes))
 	}
 	if d.RecordsPerTask != 0 {
 		fmt.Fprintf(w, "dataset:    %q: index range of %d records, %d tasks of %d records%s\n", in.Name, d.Records, d.Tasks, d.RecordsPerTask, order)
@@ -280,7 +281,7 @@ func (in queueInspection) print(w io.Writer) {
 		fmt.Fprintf(w, "round:      %d\n", in.Round)
 	}
 	if in.AllDone {
-		fmt.Fprintf(w, "pass:       all %s done\n", plural(in.Passes, "pass", "passes"))
+		fmt.Fprintf(w, "pass:       all %s done\n", statusapi.PassCount(in.Passes))
 	} else {
 		end := ""
 		if in.Endless {
@@ -307,12 +308,4 @@ func (in queueInspection) print(w io.Writer) {
 	for _, t := range in.FailedLastPass {
 		fmt.Fprintf(w, "failed in pass %d: %s after %d timeouts or failures: %s\n", in.Pass-1, t.name(), t.Timeouts, t.Error)
 	}
-}
-
-// plural is n and the noun for n: "1 pass", "2 passes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,6 +1,9 @@
 package statusapi
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // progress is what the share of the pass done counts: its records, or its
 // tasks when it has no records.
@@ -56,4 +59,21 @@ func (j *JobStatus) ETAs() (pass, job *float64) {
 	}
 	all := p + float64(j.Passes-j.Pass-1)*float64(j.Records)/j.RecordsPerSecond
 	return &p, &all
+}
+
+// PassText names the current pass of j, from 1: "pass 3/5", or without end
+// "pass 12, no end".
+func (j *JobStatus) PassText() string {
+	if j.Endless {
+		return fmt.Sprintf("pass %d, no end", j.Pass+1)
+	}
+	return fmt.Sprintf("pass %d/%d", j.Pass+1, j.Passes)
+}
+
+// PassCount is n passes in words: "1 pass", "2 passes".
+func PassCount(n int) string {
+	if n == 1 {
+		return "1 pass"
+	}
+	return fmt.Sprintf("%d passes", n)
 }

@@ -51,3 +51,24 @@ func TestProgress(t *testing.T) {
 		})
 	}
 }
+
+// TestPassWords: the pass named from 1, with or without an end, and a
+// number of passes in words.
+func TestPassWords(t *testing.T) {
+	for _, tc := range []struct {
+		job  JobStatus
+		want string
+	}{
+		{JobStatus{Pass: 2, Passes: 5}, "pass 3/5"},
+		{JobStatus{Pass: 11, Endless: true}, "pass 12, no end"},
+	} {
+		if got := tc.job.PassText(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.job, got, tc.want)
+		}
+	}
+	for n, want := range map[int]string{1: "1 pass", 2: "2 passes", 0: "0 passes"} {
+		if got := PassCount(n); got != want {
+			t.Errorf("PassCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

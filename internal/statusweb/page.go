@@ -141,13 +141,10 @@ func newPageView(st statusapi.Status, refresh time.Duration, scheme, host string
 		v.Passes, v.JobPct = passRows(j), j.JobPercent()
 		v.Queues = queues(j)
 		v.MoreGone = max(0, j.Failed-len(j.Discarded))
-		switch {
-		case j.AllDone:
+		if j.AllDone {
 			v.Title = "all " + plural(j.Passes, "pass", "passes") + " done"
-		case j.Endless:
-			v.Title = fmt.Sprintf("pass %d, no end, %d%%", j.Pass+1, j.Percent())
-		default:
-			v.Title = fmt.Sprintf("pass %d/%d, %d%%", j.Pass+1, j.Passes, j.Percent())
+		} else {
+			v.Title = fmt.Sprintf("%s, %d%%", j.PassText(), j.Percent())
 		}
 	}
 	if len(st.Datasets) > 0 {

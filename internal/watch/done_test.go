@@ -3,6 +3,8 @@ package watch
 import (
 	"strings"
 	"testing"
+
+	"github.com/trainmaster/master/internal/statusapi"
 )
 
 // TestWatchFinishedDataset: a job whose passes are all done says "all N
@@ -23,7 +25,7 @@ func TestWatchFinishedDataset(t *testing.T) {
 		st.Datasets = append(st.Datasets, *j)
 		st.Datasets[0].Name = "eval"
 		view := "\n" + strings.Join(render(st, 100, watchT0), "\n") + "\n"
-		eval := "\neval     round 1 done (" + passCount(tc.passes) + ")\n"
+		eval := "\neval     round 1 done (" + statusapi.PassCount(tc.passes) + ")\n"
 		if !strings.Contains(view, "\n"+tc.view+"\n") || !strings.Contains(view, eval) || strings.Contains(view, "queues") {
 			t.Errorf("%d passes: view\n%s\nwant %q and %q", tc.passes, view, tc.view, eval)
 		}

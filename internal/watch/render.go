@@ -53,7 +53,7 @@ func render(st statusapi.Status, width int, now time.Time) []string {
 	if j.AllDone {
 		add("passes   all %d done", j.Passes)
 	} else {
-		head := passOf(j) + " "
+		head := j.PassText() + " "
 		tail := fmt.Sprintf(" %3d%%  %d/%d records", j.Percent(), j.RecordsDone, j.Records)
 		bar := min(max(width-utf8.RuneCountInString(head+tail)-2, 10), maxBar)
 		add("%s[%s]%s", head, progressBar(j, bar), tail)
@@ -62,10 +62,10 @@ func render(st statusapi.Status, width int, now time.Time) []string {
 	}
 	for _, d := range st.Datasets { // the others than train, one line each
 		if d.AllDone {
-			add("%-8s round %d done (%s)", d.Name, d.Round+1, passCount(d.Passes))
+			add("%-8s round %d done (%s)", d.Name, d.Round+1, statusapi.PassCount(d.Passes))
 		} else {
 			add("%-8s round %d, %s %3d%%  %d/%d records, todo %d pending %d done %d failed %d", d.Name, d.Round+1,
-				passOf(&d), d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
+				d.PassText(), d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
 		}
 	}
 	shown := st.Trainers[:min(len(st.Trainers), shownTrainers)]
@@ -133,10 +133,10 @@ func summary(st statusapi.Status) string {
 	case j == nil:
 		parts = append(parts, "no job yet: waiting for a trainer to report the dataset")
 	case j.AllDone:
-		parts = append(parts, "all "+passCount(j.Passes)+" done")
+		parts = append(parts, "all "+statusapi.PassCount(j.Passes)+" done")
 	default:
 		parts = append(parts,
-			fmt.Sprintf("%s %d%%", passOf(j), j.Percent()),
+			fmt.Sprintf("%s %d%%", j.PassText(), j.Percent()),
 			formatRate(j.RecordsPerSecond)+" rec/s",
 			fmt.Sprintf("eta pass %s job %s", formatETA(j.PassETASeconds), jobETA(j)))
 	}
@@ -177,29 +177,12 @@ func leaderText(st statusapi.Status) string {
 	return "unknown"
 }
 
-// passOf names the current pass of j, from 1: "pass 3/5", or without
-// end "pass 12, no end".
-func passOf(j *statusapi.JobStatus) string {
-	if j.Endless {
-		return fmt.Sprintf("pass %d, no end", j.Pass+1)
-	}
-	return fmt.Sprintf("pass %d/%d", j.Pass+1, j.Passes)
-}
-
 // jobETA is the time left to the job's end: none without end.
 func jobETA(j *statusapi.JobStatus) string {
 	if j.Endless {
 		return "no end"
 	}
 	return formatETA(j.JobETASeconds)
-}
-
-// passCount is n passes in words: "1 pass", "2 passes".
-func passCount(n int) string {
-	if n == 1 {
-		return "1 pass"
-	}
-	return fmt.Sprintf("%d passes", n)
 }
 
 // progressBar is width cells, as many '#' as the share of the pass done.

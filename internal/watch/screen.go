@@ -55,7 +55,7 @@ func (s *screen) notice(msg string) {
 // done ends the view with the final line.
 func (s *screen) done(st statusapi.Status) {
 	j := st.Job
-	msg := fmt.Sprintf("all %s done: %d tasks, %d records a pass", passCount(j.Passes), j.Tasks, j.Records)
+	msg := fmt.Sprintf("all %s done: %d tasks, %d records a pass", statusapi.PassCount(j.Passes), j.Tasks, j.Records)
 	if j.Failed > 0 {
 		msg += fmt.Sprintf("; %d tasks discarded in the last pass", j.Failed)
 	}
