@@ -39,12 +39,16 @@ func (q *Queues) timeoutFor(records int64) time.Duration {
 	if q.avg.filled < q.cfg.MinSamples {
 		return q.cfg.Timeout
 	}
-	secs := q.cfg.Factor * q.avg.mean() * float64(max(records, 1))
-	d := time.Duration(secs * float64(time.Second))
-	if secs > q.cfg.Timeout.Seconds() { // also guards the conversion against overflow
-		d = q.cfg.Timeout
+	return clampSeconds(q.cfg.Factor*q.avg.mean()*float64(max(records, 1)), q.cfg.TimeoutMin, q.cfg.Timeout)
+}
+
+// clampSeconds returns secs seconds as a duration within [lo, hi] (hi when
+// lo is over it); hi also guards the conversion against overflow.
+func clampSeconds(secs float64, lo, hi time.Duration) time.Duration {
+	if secs >= hi.Seconds() {
+		return hi
 	}
-	return min(max(d, q.cfg.TimeoutMin), q.cfg.Timeout)
+	return min(max(time.Duration(secs*float64(time.Second)), lo), hi)
 }
 
 // timeoutAt returns the timeout of a dispatch of task whose trainer held
@@ -111,9 +115,5 @@ func (q *Queues) ProgressEvery(task int) time.Duration {
 // progressEvery is ProgressEvery for a dispatch expected to take expected
 // seconds.
 func progressEvery(expected float64) time.Duration {
-	secs := expected / ProgressShare
-	if secs >= wire.DefaultProgressInterval.Seconds() { // also guards the conversion against overflow
-		return wire.DefaultProgressInterval
-	}
-	return max(time.Duration(secs*float64(time.Second)), wire.MinProgressInterval)
+	return clampSeconds(expected/ProgressShare, wire.MinProgressInterval, wire.DefaultProgressInterval)
 }
