@@ -18,10 +18,14 @@ type effect struct {
 	err    error
 }
 
-// then is e followed by later: their changes merged, their events in order.
+// then is e followed by later: their changes merged, their events in
+// order, and later's error, if any, the reply's.
 func (e effect) then(later effect) effect {
 	e.change = e.change.Merge(later.change)
 	e.events = append(e.events, later.events...)
+	if later.err != nil {
+		e.err = later.err
+	}
 	return e
 }
 

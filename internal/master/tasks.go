@@ -59,7 +59,7 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.
 		f = taskqueue.Finished{Task: finished.Index, Epoch: finished.Epoch, Pass: finished.Pass}
 		if rep == wire.AlreadyDone || rep == wire.StalePass {
 			if task, epoch, ok := s.q.Resend(finished.Trainer, f); ok {
-				reply := s.taskReply(task, epoch)
+				reply := s.taskReply(task, epoch, s.q.Entry(task))
 				fields := logrus.Fields{"task": task, "epoch": epoch, "pass": reply.Pass, "trainer": finished.Trainer, "finished": finished.Index}
 				eff.events = append(eff.events, limitedLine(logrus.InfoLevel, fields, "GetTask retried after its answer was lost: the same task handed again"))
 				return reply, eff, nil
@@ -71,10 +71,6 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.
 		return wire.Task{}, eff, nil
 	}
 	task, deff := s.dispatch(finished.Trainer, f)
-	if deff.err != nil {
-		eff.err = deff.err
-		return task, eff, nil
-	}
 	return task, eff.then(deff), nil
 }
 
@@ -94,7 +90,7 @@ func (s *datasetService) dispatch(trainer string, f taskqueue.Finished) (wire.Ta
 	e := s.q.Entry(task)
 	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(), "trainer": trainer,
 		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
-	reply := s.taskReply(task, epoch)
+	reply := s.taskReply(task, epoch, e)
 	dispatched := logLine(logrus.DebugLevel, fields, "task dispatched")
 	dispatched.tell = notice{kind: tellDispatched, trainer: trainer, task: s.taskEvent(taskqueue.Record{Index: task, Entry: e}, now)}
 	events := []event{dispatched}
@@ -105,9 +101,8 @@ func (s *datasetService) dispatch(trainer string, f taskqueue.Finished) (wire.Ta
 }
 
 // taskReply is GetTask's answer for the dispatch epoch of a pending task
-// (or piece). Called with s.mu held.
-func (s *datasetService) taskReply(task, epoch int) wire.Task {
-	e := s.q.Entry(task)
+// (or piece) whose entry is e. Called with s.mu held.
+func (s *datasetService) taskReply(task, epoch int, e taskqueue.Entry) wire.Task {
 	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(e.Of), Seed: s.taskSeed(e.Of),
 		From: e.Progress, To: e.To}
 	if s.name != wire.DefaultDataset {
