@@ -21,7 +21,8 @@ type contract struct {
 	Texts   map[string]string
 	GetTask []struct {
 		Name    string
-		OnePass *int `json:"one_pass"`
+		OnePass *int  `json:"one_pass"`
+		Group   []int `json:"group"` // rank, ranks, batch
 		Arg     json.RawMessage
 	} `json:"get_task"`
 	Limits struct {
@@ -30,14 +31,29 @@ type contract struct {
 		MaxTrainerNameBytes            int
 		DefaultProgressIntervalSeconds int
 		MinProgressIntervalSeconds     int
+		MaxRanks                       int
+		MaxBatchSize                   int
 	}
 	Shuffle []struct {
 		N     int    `json:"n"`
 		Seed  uint64 `json:"seed"`
 		Order []int  `json:"order"`
 	}
-	File      json.RawMessage
-	Positions json.RawMessage
+	File       json.RawMessage
+	Positions  json.RawMessage
+	GroupPlans []struct {
+		Records int64
+		Ranks   int
+		Batch   int
+		Batches int
+		Shares  []int64
+		Sizes   [][]int
+	} `json:"group_plans"`
+	GroupRefusals []struct {
+		Records int64
+		Ranks   int
+		Batch   int
+	} `json:"group_refusals"`
 }
 
 func readContract(t *testing.T) contract {
@@ -74,6 +90,7 @@ func TestContractTexts(t *testing.T) {
 		"TextNoTask": wire.TextNoTask, "TextAllDone": wire.TextAllDone, "TextNoDataset": wire.TextNoDataset,
 		"TextNotServing": wire.TextNotServing, "TextUnauthorized": wire.TextUnauthorized,
 		"TextRoundRunning": wire.TextRoundRunning, "TextPassOver": wire.TextPassOver,
+		"TextRankDone": wire.TextRankDone, "TextBadGroup": wire.TextBadGroup, "TextPassTooSmall": wire.TextPassTooSmall,
 	}
 	if got := readContract(t).Texts; !maps.Equal(got, want) {
 		t.Errorf("texts %v, want %v", got, want)
@@ -81,7 +98,8 @@ func TestContractTexts(t *testing.T) {
 	for text, err := range map[string]error{
 		wire.TextNoTask: wire.ErrNoTask, wire.TextAllDone: wire.ErrAllDone, wire.TextNoDataset: wire.ErrNoDataset,
 		wire.TextNotServing: wire.ErrNotServing, wire.TextUnauthorized: wire.ErrUnauthorized,
-		wire.TextPassOver: wire.ErrPassOver,
+		wire.TextPassOver: wire.ErrPassOver, wire.TextRankDone: wire.ErrRankDone, wire.TextBadGroup: wire.ErrBadGroup,
+		wire.TextPassTooSmall: wire.ErrPassTooSmall,
 	} {
 		if err.Error() != text || !wire.Is(wire.WithKind(err, os.ErrNotExist), text) {
 			t.Errorf("%q: the error carries %q", text, err)
@@ -105,7 +123,11 @@ func TestContractGetTask(t *testing.T) {
 		if v.OnePass != nil {
 			want.OnePass, want.Pass = true, *v.OnePass
 		}
-		if got.Trainer != want.Trainer || got.OnePass != want.OnePass || got.Pass != want.Pass || got.Epoch != 0 {
+		if v.Group != nil {
+			want.Rank, want.Ranks, want.Batch = v.Group[0], v.Group[1], v.Group[2]
+		}
+		if got.Trainer != want.Trainer || got.OnePass != want.OnePass || got.Pass != want.Pass || got.Epoch != 0 ||
+			got.Rank != want.Rank || got.Ranks != want.Ranks || got.Batch != want.Batch {
 			t.Errorf("%s: %s decodes to %+v, want %+v", v.Name, v.Arg, got, want)
 		}
 	}
@@ -116,7 +138,8 @@ func TestContractLimits(t *testing.T) {
 	if l.DefaultDataset != wire.DefaultDataset || l.MaxErrorBytes != wire.MaxErrorBytes ||
 		l.MaxTrainerNameBytes != wire.MaxTrainerNameBytes ||
 		time.Duration(l.DefaultProgressIntervalSeconds)*time.Second != wire.DefaultProgressInterval ||
-		time.Duration(l.MinProgressIntervalSeconds)*time.Second != wire.MinProgressInterval {
+		time.Duration(l.MinProgressIntervalSeconds)*time.Second != wire.MinProgressInterval ||
+		l.MaxRanks != wire.MaxRanks || l.MaxBatchSize != wire.MaxBatchSize {
 		t.Errorf("limits %+v", l)
 	}
 }
@@ -129,6 +152,42 @@ func TestContractShuffle(t *testing.T) {
 	for _, v := range vectors {
 		if got := wire.Shuffle(v.N, v.Seed); !slices.Equal(got, v.Order) {
 			t.Errorf("Shuffle(%d, %d) = %v, want %v", v.N, v.Seed, got, v.Order)
+		}
+	}
+}
+
+// TestContractGroupPlans: every rank's share and batch sizes, and the
+// passes refused, as both clients compute them.
+func TestContractGroupPlans(t *testing.T) {
+	c := readContract(t)
+	if len(c.GroupPlans) == 0 || len(c.GroupRefusals) == 0 {
+		t.Fatal("no group vectors")
+	}
+	for _, v := range c.GroupPlans {
+		g := wire.Group{Ranks: v.Ranks, Batch: v.Batch}
+		if err := g.CheckPass(v.Records); err != nil {
+			t.Errorf("%d records, %v: %v", v.Records, g, err)
+		}
+		if k := g.Batches(v.Records); k != v.Batches {
+			t.Errorf("%d records, %v: %d batches, want %d", v.Records, g, k, v.Batches)
+		}
+		var total int64
+		for rank := range v.Ranks {
+			share := g.Share(v.Records, rank)
+			total += share
+			sizes := wire.BatchSizes(share, v.Batches, v.Batch)
+			if share != v.Shares[rank] || !slices.Equal(sizes, v.Sizes[rank]) {
+				t.Errorf("%d records, %v, rank %d: share %d sizes %v, want %d %v", v.Records, g, rank, share, sizes, v.Shares[rank], v.Sizes[rank])
+			}
+		}
+		if total != v.Records {
+			t.Errorf("%d records, %v: shares add up to %d", v.Records, g, total)
+		}
+	}
+	for _, v := range c.GroupRefusals {
+		g := wire.Group{Ranks: v.Ranks, Batch: v.Batch}
+		if err := g.CheckPass(v.Records); !wire.Is(err, wire.TextPassTooSmall) {
+			t.Errorf("%d records, %v: %v, want %q", v.Records, g, err, wire.TextPassTooSmall)
 		}
 	}
 }

@@ -128,6 +128,20 @@ type Task struct {
 	// master that predates the field): DefaultProgressInterval. A client
 	// configured with an interval of its own keeps it.
 	ProgressMillis int64 `json:",omitempty"`
+	// Rank, Ranks and Batch are set by a rank of a group in GetTask's
+	// argument (group.go): it is rank Rank (from 0) of a group of Ranks
+	// ranks, each forming batches of Batch records. Ranks 0: a trainer
+	// outside any group. The master echoes them in the task it hands out.
+	Rank  int `json:",omitempty"`
+	Ranks int `json:",omitempty"`
+	Batch int `json:",omitempty"`
+	// RankRecords, RankBatches and RankLeft are, in a task the master
+	// hands a rank, the rank's plan of the pass (group.go): its share of
+	// the pass's records, the batches every rank forms, and the records
+	// of its share still to be handed to it after this task.
+	RankRecords int64 `json:",omitempty"`
+	RankBatches int   `json:",omitempty"`
+	RankLeft    int64 `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else
