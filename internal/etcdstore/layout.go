@@ -12,6 +12,7 @@ import (
 
 	"github.com/pkg/errors"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -97,6 +98,12 @@ type entry struct {
 	// For: pending, the finish its GetTask carried, so that a retry of
 	// that call gets this dispatch again (taskqueue's resend.go).
 	For *finished `json:"for,omitempty"`
+	// Rank, Ranks and Batch: pending or done, the rank of a group whose
+	// share the entry counts for (taskqueue's ranks.go); absent outside a
+	// group. A rank's pending entry has no deadline.
+	Rank  int `json:"rank,omitempty"`
+	Ranks int `json:"ranks,omitempty"`
+	Batch int `json:"batch,omitempty"`
 }
 
 type finished struct {
@@ -113,7 +120,7 @@ var queueNames = map[string]taskqueue.Queue{
 // reason cut to maxError bytes.
 func encodeEntry(index int, e taskqueue.Entry, maxError int) []byte {
 	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer, Progress: e.Progress,
-		From: e.From, To: e.To}
+		From: e.From, To: e.To, Rank: e.Rank, Ranks: e.Group.Ranks, Batch: e.Group.Batch}
 	if e.Of != index {
 		v.Of = e.Of
 	}
@@ -121,7 +128,10 @@ func encodeEntry(index int, e taskqueue.Entry, maxError int) []byte {
 		v.For = &finished{Task: e.For.Task, Epoch: e.For.Epoch, Pass: e.For.Pass}
 	}
 	if !e.Dispatched.IsZero() {
-		v.Dispatched, v.Deadline = timePtr(e.Dispatched), timePtr(e.Deadline)
+		v.Dispatched = timePtr(e.Dispatched)
+	}
+	if !e.Deadline.IsZero() {
+		v.Deadline = timePtr(e.Deadline)
 	}
 	b, _ := json.Marshal(v)
 	return b
@@ -155,12 +165,15 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 		return taskqueue.Entry{}, errors.Errorf("unknown queue %q", v.Queue)
 	}
 	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer, Progress: v.Progress,
-		Of: v.Of, From: v.From, To: v.To}
+		Of: v.Of, From: v.From, To: v.To, Rank: v.Rank, Group: wire.Group{Ranks: v.Ranks, Batch: v.Batch}}
 	if v.For != nil {
 		e.For = taskqueue.Finished{Task: v.For.Task, Epoch: v.For.Epoch, Pass: v.For.Pass}
 	}
-	if v.Dispatched != nil && v.Deadline != nil {
-		e.Dispatched, e.Deadline = *timePtr(*v.Dispatched), *timePtr(*v.Deadline)
+	if v.Dispatched != nil {
+		e.Dispatched = *timePtr(*v.Dispatched)
+	}
+	if v.Deadline != nil {
+		e.Deadline = *timePtr(*v.Deadline)
 	}
 	return e, nil
 }

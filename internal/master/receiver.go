@@ -29,11 +29,12 @@ type TaskReport struct {
 	Trainer            string
 	Dataset            string
 	OnePass            bool
+	Rank, Ranks, Batch int
 }
 
 func (t TaskReport) task() wire.Task {
 	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset,
-		OnePass: t.OnePass}
+		OnePass: t.OnePass, Rank: t.Rank, Ranks: t.Ranks, Batch: t.Batch}
 }
 
 // CallerName names the trainer reporting, for the port (wire.Caller).

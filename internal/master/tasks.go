@@ -67,35 +67,65 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.
 		}
 	}
 	if finished.OnePass && !s.q.AllDone() && s.q.Pass() != finished.Pass {
-		eff.err = wire.ErrPassOver // the finish carried, if any, is still committed
+		// The finish carried, if any, is still committed. A pass not
+		// begun is waited for: a rank done with its share asks for the
+		// next while the others finish theirs.
+		eff.err = wire.ErrPassOver
+		if finished.Pass > s.q.Pass() {
+			eff.err = wire.WithKind(wire.ErrNoTask, errors.Errorf("pass %d has not begun: the master is in pass %d", finished.Pass, s.q.Pass()))
+		}
 		return wire.Task{}, eff, nil
 	}
-	task, deff := s.dispatch(finished.Trainer, f)
+	task, deff := s.dispatch(finished, f)
 	return task, eff.then(deff), nil
 }
 
-// dispatch hands out a task to trainer, for a GetTask that carried the
-// finish f, in memory. Called with s.mu held.
-func (s *datasetService) dispatch(trainer string, f taskqueue.Finished) (wire.Task, effect) {
+// dispatch hands out a task to the trainer asking (a rank of a group, or
+// a trainer outside any), for a GetTask that carried the finish f, in
+// memory. Called with s.mu held.
+func (s *datasetService) dispatch(asking wire.Task, f taskqueue.Finished) (wire.Task, effect) {
 	now := s.cfg.Clock.Now()
-	task, epoch, ch, relieved, err := s.q.DispatchFor(now, trainer, f)
+	trainer := asking.Trainer
+	var (
+		task, epoch int
+		ch          taskqueue.Change
+		relieved    *taskqueue.Relief
+		cut         *taskqueue.RankCut
+		err         error
+	)
+	if g, ok := wire.GroupOf(asking); ok {
+		task, epoch, ch, cut, err = s.q.DispatchRank(now, trainer, f, asking.Rank, g)
+	} else {
+		task, epoch, ch, relieved, err = s.q.DispatchFor(now, trainer, f)
+	}
 	switch {
 	case errors.Is(err, taskqueue.ErrNoTask):
 		return wire.Task{}, effect{err: wire.ErrNoTask}
 	case errors.Is(err, taskqueue.ErrAllDone):
 		return wire.Task{}, effect{err: wire.ErrAllDone}
+	case errors.Is(err, wire.ErrBadGroup), errors.Is(err, wire.ErrPassTooSmall):
+		fields := logrus.Fields{"trainer": trainer, "rank": asking.Rank, "ranks": asking.Ranks, "batch": asking.Batch, "pass": s.q.Pass()}
+		return wire.Task{}, effect{err: err, events: []event{limitedLine(logrus.WarnLevel, fields, "GetTask refused: %v", err)}}
 	case err != nil:
 		return wire.Task{}, effect{err: err}
 	}
 	e := s.q.Entry(task)
-	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(), "trainer": trainer,
-		"timeout": e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)}
+	fields := logrus.Fields{"task": task, "epoch": epoch, "pass": s.q.Pass(), "trainer": trainer}
+	if e.Group.Ranks > 0 {
+		fields["rank"] = e.Rank
+	} else {
+		fields["timeout"] = e.Deadline.Sub(e.Dispatched).Round(time.Millisecond)
+	}
 	reply := s.taskReply(task, epoch, e)
 	dispatched := logLine(logrus.DebugLevel, fields, "task dispatched")
 	dispatched.tell = notice{kind: tellDispatched, trainer: trainer, task: s.taskEvent(taskqueue.Record{Index: task, Entry: e}, now)}
 	events := []event{dispatched}
 	if relieved != nil {
 		events = append(events, reliefEvent(relieved, reply, trainer))
+	}
+	if cut != nil {
+		cutFields := logrus.Fields{"task": cut.Task, "cut": cut.At, "piece": cut.Piece, "pass": reply.Pass, "rank": e.Rank, "trainer": trainer}
+		events = append(events, logLine(logrus.InfoLevel, cutFields, "group tail: task %d cut at %d for rank %d's share; piece %d has the rest", cut.Task, cut.At, e.Rank, cut.Piece))
 	}
 	return reply, effect{change: ch, events: events}
 }
@@ -116,6 +146,11 @@ func (s *datasetService) taskReply(task, epoch int, e taskqueue.Entry) wire.Task
 	}
 	if task != e.Of {
 		reply.Piece, reply.Of = true, e.Of
+	}
+	if g := e.Group; g.Ranks > 0 {
+		share := g.Share(s.q.PassRecords(), e.Rank)
+		reply.Rank, reply.Ranks, reply.Batch = e.Rank, g.Ranks, g.Batch
+		reply.RankRecords, reply.RankBatches, reply.RankLeft = share, g.Batches(s.q.PassRecords()), share-s.q.Handed(e.Rank)
 	}
 	return reply
 }

@@ -5,6 +5,8 @@ import (
 	"iter"
 	"slices"
 	"time"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 // Queue says where a task is in its pass.
@@ -60,6 +62,12 @@ type Entry struct {
 	// in its pass has the position it was cut at. A piece, an entry past
 	// the dataset's tasks, is the rest of a task cut off in its pass.
 	Of, From, To int
+	// Rank and Group are, while a rank of a group holds the task (Pending)
+	// or once it finished it (Done), the rank and its group (ranks.go):
+	// the entry counts for that rank's share of the pass. Group.Ranks 0:
+	// no rank's.
+	Rank  int
+	Group wire.Group
 }
 
 // Record is one task's entry, as a Change carries it.

@@ -51,12 +51,15 @@ type Queues struct {
 	progress progress // the progress the dispatches reported (progress.go)
 	pieces   pieces   // the bounds of pieces and split tasks (pieces.go)
 	resends  resends  // the finishes the pending dispatches answered (resend.go)
+	ranks    ranks    // the ranks' entries and the pass's group (ranks.go)
+
+	passRecords int64 // the records of a pass, once PassRecords computed them
 }
 
 // The parts of Queues, each applied, filled and started by the one path
 // below; called concretely, not through part, so that the calls of every
 // entry's read and write inline.
-var _ = [...]part{(*holders)(nil), (*progress)(nil), (*pieces)(nil), (*resends)(nil)}
+var _ = [...]part{(*holders)(nil), (*progress)(nil), (*pieces)(nil), (*resends)(nil), (*ranks)(nil)}
 
 // applyParts keeps every part in step with a task's new entry e (old: the
 // one it replaces). Pieces go first: the records Done count its bounds.
@@ -65,6 +68,7 @@ func (q *Queues) applyParts(task int, old, e *Entry) {
 	q.resends.apply(task, old, e)
 	q.holders.apply(task, old, e)
 	q.progress.apply(task, old, e)
+	q.ranks.apply(task, old, e)
 }
 
 // fillParts sets the fields every part owns on a task's entry.
@@ -73,6 +77,7 @@ func (q *Queues) fillParts(task int, e *Entry) {
 	q.resends.fill(task, e)
 	q.holders.fill(task, e)
 	q.progress.fill(task, e)
+	q.ranks.fill(task, e)
 }
 
 // startParts has every part forget the pass that ended.
@@ -81,6 +86,7 @@ func (q *Queues) startParts() {
 	q.resends.startPass()
 	q.holders.startPass()
 	q.progress.startPass()
+	q.ranks.startPass()
 }
 
 type todoItem struct {
@@ -147,7 +153,7 @@ func (q *Queues) set(task int, e Entry) {
 	switch {
 	case e.Queue == Todo && (old.Queue != Todo || old.Seq != e.Seq):
 		q.enqueue(todoItem{task: task, seq: e.Seq})
-	case e.Queue == Pending && (old.Queue != Pending || old.Epoch != e.Epoch || !old.Deadline.Equal(e.Deadline)):
+	case e.Queue == Pending && !e.Deadline.IsZero() && (old.Queue != Pending || old.Epoch != e.Epoch || !old.Deadline.Equal(e.Deadline)):
 		heap.Push(&q.timers, deadlineItem{at: nanos(e.Deadline), task: task, epoch: e.Epoch})
 	}
 }
@@ -169,6 +175,9 @@ func (q *Queues) Dispatch(now time.Time, trainer string) (task, epoch int, ch Ch
 func (q *Queues) DispatchFor(now time.Time, trainer string, f Finished) (task, epoch int, ch Change, relief *Relief, err error) {
 	if q.pass == q.end() {
 		return 0, 0, Change{}, nil, ErrAllDone
+	}
+	if err := q.checkOutside(trainer); err != nil {
+		return 0, 0, Change{}, nil, err
 	}
 	i, ok := q.nextFor(trainer, now)
 	if !ok {
@@ -326,6 +335,9 @@ func (q *Queues) checkReport(task, pass, epoch int) (Entry, wire.Report, error) 
 func (q *Queues) change(task int, e Entry) Change {
 	if e.Queue != Pending {
 		e.For = Finished{} // it belongs to a dispatch
+	}
+	if e.Queue == Todo || e.Queue == Failed {
+		e.Rank, e.Group = 0, wire.Group{} // a rank's share holds its dispatches and finishes only
 	}
 	q.set(task, e)
 	ch := Change{Records: []Record{{Index: task, Entry: e}}}

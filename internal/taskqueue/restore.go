@@ -82,7 +82,7 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 func emptyQueues(cfg Config, numTasks int, records func(task int) int64) *Queues {
 	q := &Queues{cfg: cfg, records: records, tasks: numTasks, entries: make([]slot, numTasks), reasons: map[int]string{},
 		avg: newMovingAverage(cfg.Window), holders: newHolders(), progress: newProgress(),
-		pieces: newPieces(numTasks, records), resends: newResends()}
+		pieces: newPieces(numTasks, records), resends: newResends(), ranks: newRanks(numTasks, records)}
 	for i := range q.entries {
 		q.entries[i].pass = -1
 	}
@@ -103,8 +103,13 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	if records := q.records(r.Of); int64(max(r.Progress, r.To)) > records {
 		return kindf(ErrBadEntry, "task %d: progress %d or end %d past the %d records of task %d", r.Index, r.Progress, r.To, records, r.Of)
 	}
+	if g, ok := q.Group(); ok && r.Group.Ranks > 0 && r.Group != g {
+		return kindf(ErrBadEntry, "task %d: held by rank %d of a group of %v; other entries of pass %d are a group of %v's", r.Index, r.Rank, r.Group, q.pass, g)
+	}
 	q.grow(r.Index)
-	if r.Queue == Pending {
+	if r.Queue == Pending && r.Group.Ranks > 0 {
+		r.Dispatched = now // a rank's dispatch has no deadline (ranks.go)
+	} else if r.Queue == Pending {
 		r.Dispatched, r.Deadline = now, later(r.Deadline, now.Add(q.cfg.TimeoutMin))
 	}
 	r.Error = wire.CutReason(r.Error)
@@ -150,7 +155,7 @@ func CheckRecord(r Record, numTasks int) error {
 		return bad("unknown queue %d", r.Queue)
 	case r.Pass < 0 || r.Pass > math.MaxInt32:
 		return bad("pass %d", r.Pass)
-	case r.Epoch < 1 || r.Epoch > math.MaxInt32:
+	case (r.Epoch < 1 && !cutForRank(r, numTasks)) || r.Epoch > math.MaxInt32:
 		return bad("epoch %d (want 1 to %d)", r.Epoch, math.MaxInt32)
 	case r.Timeouts < 0 || r.Timeouts > r.Epoch:
 		return bad("%d timeouts in %d dispatches", r.Timeouts, r.Epoch)
@@ -165,7 +170,30 @@ func CheckRecord(r Record, numTasks int) error {
 	case r.For != (Finished{}) && (r.Queue != Pending || r.For.Task < 0 || r.For.Epoch < 1 || r.For.Pass < 0 || r.For.Pass > r.Pass):
 		return bad("answering the finish of task %d epoch %d pass %d in queue %v", r.For.Task, r.For.Epoch, r.For.Pass, r.Queue)
 	}
+	if err := checkRank(r); err != nil {
+		return err
+	}
 	return checkSpan(r, numTasks)
+}
+
+// cutForRank reports whether r is a piece a rank's share cut off a task
+// (ranks.go) and nobody was handed yet: its epoch is 0.
+func cutForRank(r Record, numTasks int) bool {
+	return r.Index >= numTasks && r.Queue == Todo && r.Epoch == 0 && r.Timeouts == 0
+}
+
+// checkRank checks an entry's rank and group, as CheckRecord.
+func checkRank(r Record) error {
+	switch {
+	case r.Group == (wire.Group{}) && r.Rank == 0:
+		return nil
+	case r.Queue != Pending && r.Queue != Done:
+		return kindf(ErrBadEntry, "task %d: rank %d of a group of %v in queue %v (only a pending or done task has one)", r.Index, r.Rank, r.Group, r.Queue)
+	}
+	if err := r.Group.CheckRank(r.Rank); err != nil {
+		return kindf(ErrBadEntry, "task %d: %v", r.Index, err)
+	}
+	return nil
 }
 
 // minSeq is the lowest Seq an entry may have: as many tasks can be sent to
