@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -16,6 +17,7 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add(encodeEntry(0, taskqueue.Entry{Pass: 1, Queue: taskqueue.Pending, Epoch: 2, Seq: 7, Dispatched: now, Deadline: now.Add(time.Minute)}, maxEntryErrorBytes))
 	f.Add(encodeEntry(0, taskqueue.Entry{Queue: taskqueue.Failed, Timeouts: 4, Error: "dispatch 4 failed: bad block"}, maxEntryErrorBytes))
 	f.Add(encodeEntry(0, taskqueue.Entry{Pass: 2, Queue: taskqueue.Pending, Epoch: 1, Seq: 9, Progress: 40, Of: 3, From: 30, To: 70, For: taskqueue.Finished{Task: 1, Epoch: 2, Pass: 2}, Dispatched: now, Deadline: now.Add(time.Minute)}, maxEntryErrorBytes))
+	f.Add(encodeEntry(4, taskqueue.Entry{Pass: 1, Queue: taskqueue.Pending, Epoch: 1, Seq: -2, Of: 1, From: 50, To: 100, Rank: 1, Group: wire.Group{Ranks: 2, Batch: 8}, Dispatched: now}, maxEntryErrorBytes))
 	f.Add([]byte(`{"queue":"lost"}`))
 	f.Add([]byte(`{"pass":-1,"queue":"done","epoch":1e300}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
