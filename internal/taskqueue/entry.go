@@ -88,8 +88,13 @@ func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 
 // Merge folds a later change into c, so that committing c has the effect of
 // committing both in order: a task touched by both keeps its later entry,
-// in the place of its first. It returns the merged change.
+// in the place of its first. A later change that is empty (an operation
+// that changed nothing, its Pass perhaps unset) leaves c as it is. It
+// returns the merged change.
 func (c Change) Merge(later Change) Change {
+	if later.Empty() {
+		return c
+	}
 	c.Pass = later.Pass
 	c.PassChanged = c.PassChanged || later.PassChanged
 	for _, r := range later.Records {

@@ -571,3 +571,12 @@ func TestMergedChangesRestoreTheSameQueues(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeOfNothingKeepsThePass: merging an empty change (an operation
+// that changed nothing, its Pass unset) keeps the pass a change ended.
+func TestMergeOfNothingKeepsThePass(t *testing.T) {
+	ended := Change{Pass: 2, PassChanged: true, Records: []Record{{Index: 0, Entry: Entry{Pass: 1, Queue: Done, Epoch: 1}}}}
+	if got := ended.Merge(Change{}); got.Pass != 2 || !got.PassChanged || len(got.Records) != 1 {
+		t.Fatalf("merged %+v", got)
+	}
+}
