@@ -33,6 +33,8 @@ type Progress struct {
 	// Done is the position reached: the records of the task's order before
 	// it are trained. It is at most the task's records.
 	Done int
+	// Gen is the task's generation, as the master handed it (Task.Gen).
+	Gen int `json:",omitempty"`
 }
 
 // ProgressReply is Master.TaskProgress's answer.

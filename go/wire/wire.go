@@ -21,6 +21,8 @@
 //	Master.DeclareDataset(d Dataset, reply *int) error
 //	Master.StartRound(r Round, reply *int) error
 //	Master.DatasetStatus(name string, reply *Status) error
+//	Master.Checkpoint(c Checkpoint, reply *CheckpointReply) error
+//	Master.Rewind(r Rewind, reply *RewindReply) error
 //
 // A job may hold several named datasets (datasets.go); calls that name none
 // are about DefaultDataset, the one ReportDataset reports.
@@ -142,6 +144,12 @@ type Task struct {
 	RankRecords int64 `json:",omitempty"`
 	RankBatches int   `json:",omitempty"`
 	RankLeft    int64 `json:",omitempty"`
+	// Gen is, in a task the master hands out, the generation of its
+	// dataset's pass state: 0 until the first Rewind (checkpoint.go),
+	// one more at each. A trainer sends it back in its reports of the
+	// task (with Index, Epoch and Pass); a report of an older generation
+	// is answered StalePass.
+	Gen int `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else

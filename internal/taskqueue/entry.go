@@ -68,6 +68,9 @@ type Entry struct {
 	// no rank's.
 	Rank  int
 	Group wire.Group
+	// Gen is the generation of the pass state the entry belongs to
+	// (checkpoint.go): an entry of another is untouched in this one.
+	Gen int
 }
 
 // Record is one task's entry, as a Change carries it.
@@ -81,6 +84,7 @@ type Change struct {
 	Pass        int      // the pass after the change; Passes once all are done
 	PassChanged bool     // the operation ended a pass
 	Records     []Record // new entries of the tasks it touched
+	Gen         Generation // the pass state's generation, to store with the pass
 }
 
 // Empty reports whether the change changed nothing.
@@ -96,6 +100,9 @@ func (c Change) Merge(later Change) Change {
 		return c
 	}
 	c.Pass = later.Pass
+	if later.PassChanged {
+		c.Gen = later.Gen
+	}
 	c.PassChanged = c.PassChanged || later.PassChanged
 	for _, r := range later.Records {
 		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {

@@ -53,7 +53,8 @@ type Queues struct {
 	resends  resends  // the finishes the pending dispatches answered (resend.go)
 	ranks    ranks    // the ranks' entries and the pass's group (ranks.go)
 
-	passRecords int64 // the records of a pass, once PassRecords computed them
+	passRecords int64      // the records of a pass, once PassRecords computed them
+	generation  Generation // the pass state's (checkpoint.go)
 }
 
 // The parts of Queues, each applied, filled and started by the one path
@@ -117,9 +118,10 @@ func (q *Queues) startPass(p int) {
 func (q *Queues) entry(task int) Entry {
 	s := q.entries[task]
 	if int(s.pass) != q.pass {
-		return Entry{Pass: q.pass, Queue: Todo, Seq: q.untouchedSeq(task)}
+		return Entry{Pass: q.pass, Queue: Todo, Seq: q.untouchedSeq(task), Gen: q.generation.Gen}
 	}
 	e := s.entry(q.reasons[task])
+	e.Gen = q.generation.Gen
 	q.fillParts(task, &e)
 	return e
 }
@@ -289,7 +291,7 @@ func (q *Queues) Expire(now time.Time) (expired []int, ch Change) {
 		ch.PassChanged = ch.PassChanged || c.PassChanged
 		expired = append(expired, it.task)
 	}
-	ch.Pass = q.pass
+	ch.Pass, ch.Gen = q.pass, q.generation
 	return expired, ch
 }
 
@@ -339,8 +341,9 @@ func (q *Queues) change(task int, e Entry) Change {
 	if e.Queue == Todo || e.Queue == Failed {
 		e.Rank, e.Group = 0, wire.Group{} // a rank's share holds its dispatches and finishes only
 	}
+	e.Gen = q.generation.Gen
 	q.set(task, e)
-	ch := Change{Records: []Record{{Index: task, Entry: e}}}
+	ch := Change{Records: []Record{{Index: task, Entry: e}}, Gen: q.generation}
 	if q.counts[Todo] == 0 && q.counts[Pending] == 0 {
 		q.startPass(q.pass + 1)
 		ch.PassChanged = true
@@ -370,5 +373,5 @@ func (q *Queues) AddPasses(n int) (Change, error) {
 	}
 	q.cfg.Passes += n
 	q.startPass(q.pass)
-	return Change{Pass: q.pass, PassChanged: true}, nil
+	return Change{Pass: q.pass, PassChanged: true, Gen: q.generation}, nil
 }

@@ -47,6 +47,7 @@ type ranks struct {
 	of      map[int]ranked
 	handed  map[int]int64
 	group   wire.Group
+	settled int // Done entries a rewind made (epoch 0): trained before the group
 }
 
 func newRanks(tasks int, records func(task int) int64) ranks {
@@ -59,7 +60,13 @@ func countsForRank(e *Entry) bool {
 }
 
 // apply moves an entry's records from its old rank to its new one.
-func (r *ranks) apply(task int, _, e *Entry) {
+func (r *ranks) apply(task int, old, e *Entry) {
+	if old.Queue == Done && old.Epoch == 0 {
+		r.settled--
+	}
+	if e.Queue == Done && e.Epoch == 0 {
+		r.settled++
+	}
 	if old, ok := r.of[task]; ok {
 		if r.handed[old.rank] -= old.records; r.handed[old.rank] == 0 {
 			delete(r.handed, old.rank)
@@ -89,6 +96,7 @@ func (r *ranks) startPass() {
 	clear(r.of)
 	clear(r.handed)
 	r.group = wire.Group{}
+	r.settled = 0
 }
 
 // length is the number of records a task's entry covers, from its fields
@@ -104,8 +112,13 @@ func (r *ranks) length(task int, e *Entry) int64 {
 	return r.records(of) - int64(e.From)
 }
 
-// PassRecords returns the records of a pass: every task's.
+// PassRecords returns the records of the current pass a group's ranks
+// share: every task's, or in the pass a rewind went back to, those not
+// trained then (checkpoint.go).
 func (q *Queues) PassRecords() int64 {
+	if g := q.generation; g.Gen > 0 && g.Pass == q.pass {
+		return g.Left
+	}
 	if q.passRecords == 0 {
 		for task := range q.tasks {
 			q.passRecords += q.records(task)
@@ -206,7 +219,7 @@ func (q *Queues) checkGroup(rank int, g wire.Group) error {
 	if cur, ok := q.Group(); ok && cur != g {
 		return kindf(wire.ErrBadGroup, "rank %d asks as a group of %v; pass %d is trained by a group of %v", rank, g, q.pass, cur)
 	}
-	if taken := q.counts[Pending] + q.counts[Done]; taken > 0 && len(q.ranks.of) == 0 {
+	if taken := q.counts[Pending] + q.counts[Done] - q.ranks.settled; taken > 0 && len(q.ranks.of) == 0 {
 		return kindf(wire.ErrBadGroup, "rank %d of a group of %v asks in pass %d, whose %d tasks taken so far are trained outside any group", rank, g, q.pass, taken)
 	}
 	return nil

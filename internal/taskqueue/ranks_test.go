@@ -240,7 +240,9 @@ func TestCheckRecordRank(t *testing.T) {
 		{"rank past the group", Record{Index: 1, Entry: Entry{Queue: Done, Epoch: 1, Rank: 3, Group: g}}, false},
 		{"rank without group", Record{Index: 1, Entry: Entry{Queue: Done, Epoch: 1, Rank: 1}}, false},
 		{"cut piece, undispatched", Record{Index: 5, Entry: Entry{Queue: Todo, Epoch: 0, Of: 1, From: 3, To: 10, Progress: 3, Seq: -1}}, true},
-		{"task of epoch 0", Record{Index: 1, Entry: Entry{Queue: Todo, Epoch: 0}}, false},
+		{"rewound task", Record{Index: 1, Entry: Entry{Queue: Todo, Epoch: 0}}, true},
+		{"pending of epoch 0", Record{Index: 1, Entry: Entry{Queue: Pending, Epoch: 0}}, false},
+		{"failed of epoch 0", Record{Index: 1, Entry: Entry{Queue: Failed, Epoch: 0}}, false},
 	} {
 		if err := CheckRecord(c.r, 4); (err == nil) != c.ok {
 			t.Errorf("%s: %v", c.name, err)

@@ -46,6 +46,12 @@ func New(cfg Config, numTasks int, records func(task int) int64) (*Queues, error
 // nearly done, and the average would come out short enough to time out
 // the others while their trainers still train them.
 func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, stored iter.Seq2[Record, error], now time.Time) (*Queues, error) {
+	return RestoreGen(cfg, numTasks, records, pass, Generation{}, stored, now)
+}
+
+// RestoreGen is Restore of a pass state of generation gen (checkpoint.go):
+// stored entries of other generations are ignored.
+func RestoreGen(cfg Config, numTasks int, records func(task int) int64, pass int, gen Generation, stored iter.Seq2[Record, error], now time.Time) (*Queues, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -59,7 +65,11 @@ func Restore(cfg Config, numTasks int, records func(task int) int64, pass int, s
 	if pass < 0 || pass > math.MaxInt32 {
 		return nil, errors.Errorf("taskqueue: stored pass %d is negative or too large", pass)
 	}
+	if gen.Gen < 0 || gen.Pass < 0 || gen.Left < 0 {
+		return nil, errors.Errorf("taskqueue: stored generation %+v is negative", gen)
+	}
 	q := emptyQueues(cfg, numTasks, records)
+	q.generation = gen
 	q.startPass(min(pass, q.end()))
 	if stored != nil {
 		for r, err := range stored {
@@ -94,7 +104,7 @@ func (q *Queues) restoreRecord(r Record, now time.Time) error {
 	if err := CheckRecord(r, q.tasks); err != nil {
 		return err
 	}
-	if r.Pass != q.pass || q.AllDone() {
+	if r.Pass != q.pass || r.Gen != q.generation.Gen || q.AllDone() {
 		return nil
 	}
 	if r.Index < q.tasks {
@@ -155,7 +165,7 @@ func CheckRecord(r Record, numTasks int) error {
 		return bad("unknown queue %d", r.Queue)
 	case r.Pass < 0 || r.Pass > math.MaxInt32:
 		return bad("pass %d", r.Pass)
-	case (r.Epoch < 1 && !cutForRank(r, numTasks)) || r.Epoch > math.MaxInt32:
+	case (r.Epoch < 1 && !undispatched(r)) || r.Epoch > math.MaxInt32:
 		return bad("epoch %d (want 1 to %d)", r.Epoch, math.MaxInt32)
 	case r.Timeouts < 0 || r.Timeouts > r.Epoch:
 		return bad("%d timeouts in %d dispatches", r.Timeouts, r.Epoch)
@@ -176,10 +186,11 @@ func CheckRecord(r Record, numTasks int) error {
 	return checkSpan(r, numTasks)
 }
 
-// cutForRank reports whether r is a piece a rank's share cut off a task
-// (ranks.go) and nobody was handed yet: its epoch is 0.
-func cutForRank(r Record, numTasks int) bool {
-	return r.Index >= numTasks && r.Queue == Todo && r.Epoch == 0 && r.Timeouts == 0
+// undispatched reports whether r is an entry no dispatch wrote (its epoch
+// 0): a piece a rank's share cut off a task (ranks.go), or an entry a
+// rewind made (checkpoint.go), in Todo or Done.
+func undispatched(r Record) bool {
+	return r.Epoch == 0 && r.Timeouts == 0 && (r.Queue == Todo || r.Queue == Done)
 }
 
 // checkRank checks an entry's rank and group, as CheckRecord.
