@@ -81,9 +81,9 @@ type Record struct {
 
 // Change is what one operation changed.
 type Change struct {
-	Pass        int      // the pass after the change; Passes once all are done
-	PassChanged bool     // the operation ended a pass
-	Records     []Record // new entries of the tasks it touched
+	Pass        int        // the pass after the change; Passes once all are done
+	PassChanged bool       // the operation ended a pass
+	Records     []Record   // new entries of the tasks it touched
 	Gen         Generation // the pass state's generation, to store with the pass
 }
 
