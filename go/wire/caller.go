@@ -21,3 +21,10 @@ func CallerName(name string) string {
 
 // CallerName returns the name of the trainer reporting, "" if none.
 func (p Progress) CallerName() string { return CallerName(p.Trainer) }
+
+// CallerName returns the name of the trainer taking the checkpoint, "" if
+// none.
+func (c Checkpoint) CallerName() string { return CallerName(c.Trainer) }
+
+// CallerName returns the name of the trainer rewinding, "" if none.
+func (r Rewind) CallerName() string { return CallerName(r.Trainer) }

@@ -73,9 +73,27 @@ func metaOf(ds *dataset.Dataset) meta {
 
 // passValue is the pass key: the pass, and the round (absent: 0) of a
 // dataset run again (master.Service.StartRound).
+//
+// Gen, GenPass, Left and Rewound are the pass state's generation
+// (taskqueue's checkpoint.go), absent until a rewind: entries of another
+// generation (their gen) are ignored as those of another pass are.
 type passValue struct {
-	Pass  int `json:"pass"`
-	Round int `json:"round,omitempty"`
+	Pass    int    `json:"pass"`
+	Round   int    `json:"round,omitempty"`
+	Gen     int    `json:"gen,omitempty"`
+	GenPass int    `json:"gen_pass,omitempty"`
+	Left    int64  `json:"left,omitempty"`
+	Rewound string `json:"rewound,omitempty"`
+}
+
+// passValueOf is the pass key of a change committed at round.
+func passValueOf(ch taskqueue.Change, round int) passValue {
+	return passValue{Pass: ch.Pass, Round: round, Gen: ch.Gen.Gen, GenPass: ch.Gen.Pass, Left: ch.Gen.Left, Rewound: ch.Gen.Mark}
+}
+
+// generation is the pass key's generation.
+func (p passValue) generation() taskqueue.Generation {
+	return taskqueue.Generation{Gen: p.Gen, Pass: p.GenPass, Left: p.Left, Mark: p.Rewound}
 }
 
 // entry is a task's entry as stored; times are RFC 3339 for people.
@@ -104,6 +122,8 @@ type entry struct {
 	Rank  int `json:"rank,omitempty"`
 	Ranks int `json:"ranks,omitempty"`
 	Batch int `json:"batch,omitempty"`
+	// Gen: the generation of the pass state it belongs to; absent: 0.
+	Gen int `json:"gen,omitempty"`
 }
 
 type finished struct {
@@ -120,7 +140,7 @@ var queueNames = map[string]taskqueue.Queue{
 // reason cut to maxError bytes.
 func encodeEntry(index int, e taskqueue.Entry, maxError int) []byte {
 	v := entry{Pass: e.Pass, Queue: e.Queue.String(), Epoch: e.Epoch, Timeouts: e.Timeouts, Seq: e.Seq, Error: cutError(e.Error, maxError), Trainer: e.Trainer, Progress: e.Progress,
-		From: e.From, To: e.To, Rank: e.Rank, Ranks: e.Group.Ranks, Batch: e.Group.Batch}
+		From: e.From, To: e.To, Rank: e.Rank, Ranks: e.Group.Ranks, Batch: e.Group.Batch, Gen: e.Gen}
 	if e.Of != index {
 		v.Of = e.Of
 	}
@@ -165,7 +185,7 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 		return taskqueue.Entry{}, errors.Errorf("unknown queue %q", v.Queue)
 	}
 	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer, Progress: v.Progress,
-		Of: v.Of, From: v.From, To: v.To, Rank: v.Rank, Group: wire.Group{Ranks: v.Ranks, Batch: v.Batch}}
+		Of: v.Of, From: v.From, To: v.To, Rank: v.Rank, Group: wire.Group{Ranks: v.Ranks, Batch: v.Batch}, Gen: v.Gen}
 	if v.For != nil {
 		e.For = taskqueue.Finished{Task: v.For.Task, Epoch: v.For.Epoch, Pass: v.For.Pass}
 	}

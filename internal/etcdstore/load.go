@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/taskqueue"
@@ -56,7 +57,7 @@ func (s *Store) Load(ctx context.Context) (*master.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &master.Snapshot{Dataset: ds, Pass: pass.Pass, Round: pass.Round, Entries: s.entries(ctx, m.Tasks, rev)}, nil
+	return &master.Snapshot{Dataset: ds, Pass: pass.Pass, Round: pass.Round, Gen: pass.generation(), Entries: s.entries(ctx, m.Tasks, rev)}, nil
 }
 
 // decodeMeta decodes the meta and checks that its counts agree with each
@@ -132,6 +133,9 @@ func (s *Store) loadPass(ctx context.Context, rev int64) (passValue, error) {
 	}
 	if p.Pass < 0 || p.Pass > math.MaxInt32 || p.Round < 0 || p.Round > math.MaxInt32 {
 		return p, badStatef(key, "pass %d, round %d (want 0 to %d)", p.Pass, p.Round, math.MaxInt32)
+	}
+	if p.Gen < 0 || p.GenPass < 0 || p.Left < 0 || len(p.Rewound) > 2*wire.MaxCheckpointNameBytes+24 {
+		return p, badStatef(key, "generation %d of pass %d with %d records left, rewound %d bytes", p.Gen, p.GenPass, p.Left, len(p.Rewound))
 	}
 	return p, nil
 }

@@ -197,7 +197,7 @@ func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) erro
 		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Index, r.Entry, maxError))))
 	}
 	if ch.PassChanged {
-		pass, _ := json.Marshal(passValue{Pass: ch.Pass, Round: round})
+		pass, _ := json.Marshal(passValueOf(ch, round))
 		ops = append(ops, clientv3.OpPut(s.keys.pass(), string(pass)))
 	}
 	if len(ops) == 0 {
@@ -220,7 +220,7 @@ func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) erro
 	passOp := ops[len(ops)-1]
 	var ending, later [][]clientv3.Op
 	for i, r := range ch.Records {
-		if r.Pass <= stored {
+		if r.Pass <= stored.Pass || r.Gen != stored.Gen {
 			ending = append(ending, []clientv3.Op{ops[i]})
 		} else {
 			later = append(later, []clientv3.Op{ops[i]})
@@ -234,22 +234,25 @@ func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) erro
 	return s.commitUnits(ctx, append(ending, later...))
 }
 
-// storedPass reads the pass key, for a change that ends a pass and takes
-// several transactions; without one (no dataset saved), the change is
-// taken to end the pass before its own.
-func (s *Store) storedPass(ctx context.Context, changed int) (int, error) {
+// storedPass reads the pass key, for a change that moves the pass and
+// takes several transactions; without one (no dataset saved), the change
+// is taken to end the pass before its own. The entries of a generation
+// other than the stored one (a rewind's) go before the pass key, like
+// those of the passes the change ends: until it is written they are
+// ignored.
+func (s *Store) storedPass(ctx context.Context, changed int) (passValue, error) {
 	resp, err := s.cfg.Client.Get(ctx, s.keys.pass())
 	if err != nil {
-		return 0, errors.Wrapf(err, "etcdstore: read %s", s.keys.pass())
+		return passValue{}, errors.Wrapf(err, "etcdstore: read %s", s.keys.pass())
 	}
 	if len(resp.Kvs) == 0 {
-		return changed - 1, nil
+		return passValue{Pass: changed - 1}, nil
 	}
 	var p passValue
 	if err := json.Unmarshal(resp.Kvs[0].Value, &p); err != nil {
-		return 0, badState(s.keys.pass(), err)
+		return passValue{}, badState(s.keys.pass(), err)
 	}
-	return p.Pass, nil
+	return p, nil
 }
 
 // commitUnits commits units, groups of operations that must be written

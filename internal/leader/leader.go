@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	leading, stop := lead.Context(ctx)
 	defer stop()
 	scfg := cfg.Service
-	scfg.Catalog, scfg.Log = catalog, cfg.Log
+	scfg.Catalog, scfg.Checkpoints, scfg.Log = catalog, catalog, cfg.Log
 	svc, err := master.New(scfg)
 	if err != nil {
 		return wire.WithKind(ErrRefused, errors.New(err.Error()))

@@ -59,6 +59,15 @@ type Config struct {
 	// with, whatever this field; Queue.Seed is ignored: the queues take
 	// the dataset's seed.
 	ShuffleSeed uint64
+	// Checkpoints keeps the job's data checkpoints (checkpoint.go);
+	// default: in memory.
+	Checkpoints CheckpointStore
+	// CheckpointsKept is how many checkpoints are kept beyond the pinned
+	// ones (-checkpoints-kept); default DefaultCheckpointsKept.
+	CheckpointsKept int
+	// CheckpointWait is how long a checkpoint waits for all its trainers
+	// to report (-checkpoint-wait); default DefaultCheckpointWait.
+	CheckpointWait time.Duration
 }
 
 // ErrLeadershipLost is what a Store wraps when it rejects a write because this
@@ -80,6 +89,10 @@ const (
 	DefaultChunksPerTask = 10
 	DefaultGroupRecords  = 100
 	DefaultMaxDatasets   = 16
+	// DefaultCheckpointsKept and DefaultCheckpointWait are
+	// Config.CheckpointsKept's and CheckpointWait's.
+	DefaultCheckpointsKept = 5
+	DefaultCheckpointWait  = time.Minute
 )
 
 // Validate reports what New would refuse in c: chunks per task, the
@@ -120,6 +133,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TrainerGrace == 0 {
 		c.TrainerGrace = DefaultTrainerGrace
+	}
+	if c.Checkpoints == nil {
+		c.Checkpoints = &MemoryCheckpoints{}
+	}
+	if c.CheckpointsKept <= 0 {
+		c.CheckpointsKept = DefaultCheckpointsKept
+	}
+	if c.CheckpointWait <= 0 {
+		c.CheckpointWait = DefaultCheckpointWait
 	}
 	return c
 }

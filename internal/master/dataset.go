@@ -115,7 +115,7 @@ func (s *datasetService) reload(ctx context.Context) error {
 		if snap.Dataset.Name == "" {
 			snap.Dataset.Name = s.name // stored before named datasets
 		}
-		q, err := taskqueue.Restore(s.queueConfig(snap.Dataset, snap.Round), snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Entries, s.cfg.Clock.Now())
+		q, err := taskqueue.RestoreGen(s.queueConfig(snap.Dataset, snap.Round), snap.Dataset.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Gen, snap.Entries, s.cfg.Clock.Now())
 		if err != nil {
 			return errors.WithMessagef(err, "master: restore the queues of dataset %q", s.name)
 		}

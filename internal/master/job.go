@@ -22,6 +22,7 @@ type Service struct {
 	reserved map[string]bool // train and the declared datasets: the job keeps room for them
 	stopped  chan struct{}   // closed by Close
 	limits   lineLimits      // the lines clients cause, for every dataset (events.go)
+	cps      checkpoints     // the data checkpoints (checkpoint.go)
 
 	createMu sync.Mutex // guards the creation of datasets: one at a time, outside mu
 	mu       sync.Mutex // guards sets, conns, closed and lostErr
@@ -98,7 +99,7 @@ func (s *Service) Restore(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.loadCheckpoints(ctx)
 }
 
 // dataset returns the service of the dataset called name, creating and

@@ -30,11 +30,12 @@ type TaskReport struct {
 	Dataset            string
 	OnePass            bool
 	Rank, Ranks, Batch int
+	Gen                int
 }
 
 func (t TaskReport) task() wire.Task {
 	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset,
-		OnePass: t.OnePass, Rank: t.Rank, Ranks: t.Ranks, Batch: t.Batch}
+		OnePass: t.OnePass, Rank: t.Rank, Ranks: t.Ranks, Batch: t.Batch, Gen: t.Gen}
 }
 
 // CallerName names the trainer reporting, for the port (wire.Caller).
@@ -63,6 +64,18 @@ func (r *Receiver) TaskFailed(task TaskReport, reply *int) error {
 func (r *Receiver) TaskProgress(p wire.Progress, reply *wire.ProgressReply) error {
 	p.Trainer = wire.TrainerName(p.Trainer)
 	rep, err := r.s.TaskProgress(context.Background(), p)
+	*reply = rep
+	return err
+}
+
+func (r *Receiver) Checkpoint(c wire.Checkpoint, reply *wire.CheckpointReply) error {
+	rep, err := r.s.Checkpoint(context.Background(), c)
+	*reply = rep
+	return err
+}
+
+func (r *Receiver) Rewind(rw wire.Rewind, reply *wire.RewindReply) error {
+	rep, err := r.s.Rewind(context.Background(), rw)
 	*reply = rep
 	return err
 }

@@ -17,7 +17,8 @@ import (
 type Snapshot struct {
 	Dataset *dataset.Dataset
 	Pass    int
-	Round   int // the dataset's round (Service.StartRound)
+	Round   int                  // the dataset's round (Service.StartRound)
+	Gen     taskqueue.Generation // the pass state's generation (a rewind's)
 	// Entries yields the stored task entries, in any order, reading them as
 	// they are taken (taskqueue.Restore), so that a store need never hold
 	// them all at once; a read that fails ends it with the error. It may be
@@ -53,6 +54,7 @@ type MemoryStore struct {
 	ds      *dataset.Dataset
 	pass    int
 	round   int
+	gen     taskqueue.Generation
 	records map[int]taskqueue.Record
 	commits int
 }
@@ -64,7 +66,7 @@ func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
 func (m *MemoryStore) SaveDataset(_ context.Context, ds *dataset.Dataset) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ds, m.pass, m.round, m.records = ds, 0, 0, map[int]taskqueue.Record{}
+	m.ds, m.pass, m.round, m.gen, m.records = ds, 0, 0, taskqueue.Generation{}, map[int]taskqueue.Record{}
 	return nil
 }
 
@@ -73,6 +75,9 @@ func (m *MemoryStore) Commit(_ context.Context, round int, ch taskqueue.Change) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pass, m.round = ch.Pass, round
+	if ch.PassChanged {
+		m.gen = ch.Gen
+	}
 	for _, r := range ch.Records {
 		m.records[r.Index] = r
 	}
@@ -88,7 +93,7 @@ func (m *MemoryStore) Load(context.Context) (*Snapshot, error) {
 	for _, r := range m.records {
 		records = append(records, r)
 	}
-	return &Snapshot{Dataset: m.ds, Pass: m.pass, Round: m.round, Entries: taskqueue.Stored(records)}, nil
+	return &Snapshot{Dataset: m.ds, Pass: m.pass, Round: m.round, Gen: m.gen, Entries: taskqueue.Stored(records)}, nil
 }
 
 // holdsDataset reports whether a dataset was saved.

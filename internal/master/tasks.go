@@ -134,7 +134,7 @@ func (s *datasetService) dispatch(asking wire.Task, f taskqueue.Finished) (wire.
 // (or piece) whose entry is e. Called with s.mu held.
 func (s *datasetService) taskReply(task, epoch int, e taskqueue.Entry) wire.Task {
 	reply := wire.Task{Index: task, Epoch: epoch, Pass: s.q.Pass(), Blocks: s.ds.Blocks(e.Of), Seed: s.taskSeed(e.Of),
-		From: e.Progress, To: e.To}
+		From: e.Progress, To: e.To, Gen: s.q.Gen().Gen}
 	if s.name != wire.DefaultDataset {
 		reply.Dataset = s.name // empty for train: the replies of today's contract are unchanged
 	}
@@ -185,6 +185,9 @@ func (s *datasetService) TaskFinished(ctx context.Context, t wire.Task) (wire.Re
 
 // finish records a finish report in memory. Called with s.mu held.
 func (s *datasetService) finish(t wire.Task) (wire.Report, effect, error) {
+	if rep, eff, stale := s.staleGen(t.Index, t.Pass, t.Gen, t.Trainer); stale {
+		return rep, eff, nil
+	}
 	now := s.cfg.Clock.Now()
 	rep, ch, err := s.q.Finish(t.Index, t.Pass, t.Epoch, t.Trainer, now)
 	fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer}
@@ -206,6 +209,9 @@ func (s *datasetService) TaskFailed(ctx context.Context, t wire.Task) (wire.Repo
 		if err := s.readyWithDataset(ctx); err != nil {
 			return 0, effect{}, err
 		}
+		if rep, eff, stale := s.staleGen(t.Index, t.Pass, t.Gen, t.Trainer); stale {
+			return rep, eff, nil
+		}
 		rep, ch, err := s.q.Fail(t.Index, t.Pass, t.Epoch, t.Trainer, t.Error)
 		if err != nil || rep != wire.Recorded {
 			fields := logrus.Fields{"task": t.Index, "epoch": t.Epoch, "pass": t.Pass, "trainer": t.Trainer, "reason": wire.CutReason(t.Error)}
@@ -224,6 +230,9 @@ func (s *datasetService) TaskProgress(ctx context.Context, p wire.Progress) (wir
 	return durable(s, func() (wire.ProgressReply, effect, error) {
 		if err := s.readyWithDataset(ctx); err != nil {
 			return wire.ProgressReply{}, effect{}, err
+		}
+		if rep, eff, stale := s.staleGen(p.Index, p.Pass, p.Gen, t.Trainer); stale {
+			return wire.ProgressReply{Report: rep}, eff, nil
 		}
 		reply, ch, err := s.q.Progress(p.Index, p.Pass, p.Epoch, p.Done, t.Trainer, s.cfg.Clock.Now())
 		fields := logrus.Fields{"task": p.Index, "epoch": p.Epoch, "pass": p.Pass, "trainer": t.Trainer, "done": p.Done}
@@ -272,4 +281,15 @@ func (s *datasetService) Status(ctx context.Context) (wire.Status, error) {
 			Records: s.ds.NumRecords(), RecordsDone: s.q.DoneRecords(),
 		}, effect{}, nil
 	})
+}
+
+// staleGen answers a report of a dispatch of another generation of the
+// pass state than the current one (a rewind came since it was handed
+// out): StalePass, changing nothing. Called with s.mu held.
+func (s *datasetService) staleGen(task, pass, gen int, trainer string) (wire.Report, effect, bool) {
+	if cur := s.q.Gen().Gen; gen != cur {
+		fields := logrus.Fields{"task": task, "pass": pass, "gen": gen, "current_gen": cur, "trainer": trainer}
+		return wire.StalePass, effect{events: []event{limitedLine(logrus.InfoLevel, fields, "report of a dispatch of generation %d ignored: the pass state was rewound since (generation %d)", gen, cur)}}, true
+	}
+	return 0, effect{}, false
 }

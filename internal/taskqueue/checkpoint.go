@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pkg/errors"
+
 	"github.com/trainmaster/master/go/wire"
 )
 
@@ -57,8 +59,10 @@ type HeldPosition struct {
 	Task, Epoch, Pass, Gen, Done int
 }
 
-// Generation is the pass state's generation: 0 until a Rewind, one more
-// at each. Pass and Left are the pass the last rewind went back to and
+// Generation is the pass state's generation: 0 until a Rewind, and at
+// each a number never used before (the caller's: a rewind whose commit
+// failed half way may have left entries of its number in a store, which
+// must never come to life). Pass and Left are the pass the last rewind went back to and
 // its records not trained then: what a group's ranks share in that pass.
 // Mark names the last rewind (its caller's), so that its retries find it
 // done. A store keeps it with the pass.
@@ -191,18 +195,25 @@ func piecesOf(runs []Interval, end int) int {
 }
 
 // Rewind takes the queues back to t (checked with CheckTrained) in a new
-// generation named mark: the pass t is of starts again with what t holds
+// generation gen, above the current one, named mark: the pass t is of starts again with what t holds
 // trained Done and the rest in Todo. Its change writes every entry it
 // makes and the pass with the generation, which a store must make
 // durable last (entries of a generation newer than the stored one are
 // ignored until then).
-func (q *Queues) Rewind(t Trained, mark string) (Change, error) {
+func (q *Queues) Rewind(t Trained, mark string, gen int) (Change, error) {
 	if err := q.CheckTrained(t); err != nil {
 		return Change{}, err
 	}
+	if gen <= q.generation.Gen {
+		return Change{}, errors.Errorf("taskqueue: rewind to generation %d, the state is at %d", gen, q.generation.Gen)
+	}
+	q.generation = Generation{Pass: t.Pass}
+	q.startPass(t.Pass) // PassRecords: the whole pass's
+	for i := range q.entries {
+		q.entries[i].pass = -1 // every entry of the generation before is gone, even of this pass
+	}
 	left := q.PassRecords() - t.Records(q.records)
-	q.generation = Generation{Gen: q.generation.Gen + 1, Pass: t.Pass, Left: left, Mark: mark}
-	q.startPass(t.Pass)
+	q.generation = Generation{Gen: gen, Pass: t.Pass, Left: left, Mark: mark}
 	ch := Change{Pass: q.pass, PassChanged: true, Gen: q.generation}
 	if q.pass == q.end() {
 		return ch, nil
