@@ -61,6 +61,10 @@ type options struct {
 	trainerGrace  time.Duration
 	shuffleSeed   uint64
 	version       bool
+	// the data checkpoints the job keeps, and how long one waits for its
+	// trainers
+	checkpointsKept int
+	checkpointWait  time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -93,6 +97,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.shuffleSeed, "shuffle-seed", 0, "hand out each pass's tasks, and have trainers train each task's records, in an order drawn from this `seed`, stored with the dataset (0: file order)")
 	stragglers := fs.String("stragglers", "split", "what a trainer that finds todo empty gets while a task runs 1.5 times past its expected time: off (nothing), `split` (the rest of it, cut off as a piece, when its trainer reports progress; else a backup) or backup (a second dispatch of it)")
 	fs.DurationVar(&o.trainerGrace, "trainer-grace", master.DefaultTrainerGrace, "a named trainer holding tasks that has no connection for this long is lost: its tasks go back to the front of todo at once, not counted as timeouts (negative: never)")
+	fs.IntVar(&o.checkpointsKept, "checkpoints-kept", master.DefaultCheckpointsKept, "data checkpoints kept (the newest; pinned ones are kept besides): a rewind to an older one is refused")
+	fs.DurationVar(&o.checkpointWait, "checkpoint-wait", master.DefaultCheckpointWait, "how long a data checkpoint waits for all its trainers to report before it is refused as incomplete")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -195,7 +201,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.WithField("version", versionString()).Info("master starting")
 	scfg := master.Config{ChunksPerTask: o.chunksPerTask, Queue: o.queue, Dataset: o.patterns(),
-		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed, MaxDatasets: o.maxDatasets}
+		DatasetConfig: dataset.Config{Root: o.datasetRoot}, TrainerGrace: o.trainerGrace, ShuffleSeed: o.shuffleSeed, MaxDatasets: o.maxDatasets,
+		CheckpointsKept: o.checkpointsKept, CheckpointWait: o.checkpointWait}
 	var datasets *datasetsFile
 	if o.datasetsFile != "" {
 		if datasets, err = readDatasets(o.datasetsFile); err != nil {

@@ -32,6 +32,8 @@ type Client struct {
 
 	causes sync.Map // *rpc.Client -> *readRecorder, for every open connection
 
+	trained trained // what the loops trained that the master may not know (checkpoint.go)
+
 	mu   sync.Mutex
 	conn *rpc.Client // nil when not connected
 	addr string      // the address conn was dialled at

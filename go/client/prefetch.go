@@ -97,6 +97,7 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 			return t, errors.Errorf("%s.GetTask: master answered an empty task (epoch 0)", wire.ServiceName)
 		case err == nil:
 			if len(s.pending) > 0 {
+				s.c.trained.acked(s.pending[0])
 				s.pending = s.pending[1:]
 			}
 			if s.onePass {
@@ -196,6 +197,7 @@ func (s *session) flush(ctx context.Context) (recorded bool, err error) {
 			return recorded, err
 		}
 		s.pending = s.pending[1:]
+		s.c.trained.acked(t)
 		log := s.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass)
 		if err != nil {
 			log.WithError(err).Warn("client: finish report rejected")

@@ -27,6 +27,7 @@ type progress struct {
 	exited chan struct{} // closed when run has returned
 
 	done    atomic.Int64 // the position reached in the task being consumed: the loop stores it after every record
+	through atomic.Int64 // the position trained through: done, or one more while the body has a record (checkpoint.go)
 	dropped atomic.Bool  // the master said the task is no longer this trainer's
 	to      atomic.Int64 // where the loop is to stop in the task being consumed; 0: its end
 
@@ -80,7 +81,7 @@ func (p *progress) check(ctx context.Context, l *loaded) bool {
 	t := l.task
 	ctx, cancel := context.WithTimeout(ctx, checkWait)
 	defer cancel()
-	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Done: t.From})
+	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Gen: t.Gen, Done: t.From})
 	log := p.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass)
 	switch {
 	case err != nil:
@@ -100,6 +101,7 @@ func (p *progress) begin(t wire.Task) {
 	defer p.mu.Unlock()
 	p.task, p.sent = t, int64(t.From)
 	p.done.Store(int64(t.From))
+	p.through.Store(int64(t.From))
 	p.dropped.Store(false)
 	p.to.Store(int64(t.To))
 	if p.c.followsMaster {
@@ -113,6 +115,22 @@ func (p *progress) begin(t wire.Task) {
 
 // reached says the records before position done are trained.
 func (p *progress) reached(done int) { p.done.Store(int64(done)) }
+
+// has says the loop body has the record before position through: a
+// checkpoint taken now holds it trained.
+func (p *progress) has(through int) { p.through.Store(int64(through)) }
+
+// current returns the task being consumed, trained through the record
+// the body has, and false when none is.
+func (p *progress) current() (wire.Held, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.task
+	if t.Epoch == 0 {
+		return wire.Held{}, false
+	}
+	return wire.Held{Dataset: t.Dataset, Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Gen: t.Gen, Done: int(p.through.Load())}, true
+}
 
 // end says the task is consumed: nothing more to report of it.
 func (p *progress) end() {
@@ -181,7 +199,7 @@ func (p *progress) report(ctx context.Context) {
 	if !moved {
 		return
 	}
-	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Done: int(done)})
+	reply, err := p.c.TaskProgress(ctx, wire.Progress{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Gen: t.Gen, Done: int(done)})
 	r := reply.Report
 	log := p.c.cfg.Log.WithField("task", t.Index).WithField("pass", t.Pass).WithField("done", done)
 	if err != nil {

@@ -133,11 +133,15 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 		}
 		rec := order.at(i)
 		rec.Task, rec.Pass, rec.Position, rec.Last = l.task.Root(), l.task.Pass, i, i == last || int64(i+1) == to
+		s.progress.has(i + 1)
 		more := yield(rec, nil)
 		s.progress.reached(i + 1) // the body had the record, even if it broke out after it
 		if !more {
 			return false
 		}
+	}
+	if !l.dropped {
+		s.c.trained.add(l.task, int(s.progress.through.Load()))
 	}
 	s.progress.end()
 	return true
@@ -146,5 +150,5 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 // report is the part of a task that a finish or failure report needs, with
 // this trainer's name and dataset: its blocks need not travel back.
 func (c *Client) report(t wire.Task) wire.Task {
-	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Trainer: c.cfg.Name, Dataset: c.cfg.Dataset}
+	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Gen: t.Gen, Trainer: c.cfg.Name, Dataset: c.cfg.Dataset}
 }

@@ -58,6 +58,7 @@ func (c *Client) start(ctx context.Context, onePass bool) *session {
 		pass:    -1,
 	}
 	s.progress = newProgress(c)
+	c.trained.loop(s)
 	go s.run(fctx)
 	go s.progress.run(fctx)
 	return s
@@ -99,6 +100,7 @@ func (s *session) consumed(l *loaded) { s.done <- l }
 // the loop got in a task it left in the middle and the consumed tasks not
 // reported yet, with a context that outlives ctx by CallTimeout.
 func (s *session) stop(ctx context.Context) {
+	s.c.trained.loop(nil)
 	s.cancel()
 	<-s.exited
 	s.absorb()
