@@ -70,7 +70,7 @@ func TestRewindHandsOutWhatWasNotTrained(t *testing.T) {
 		step(ch, err)
 	}
 
-	ch, err = q.Rewind(cp, "checkpoint 1, restart a")
+	ch, err = q.Rewind(cp, "checkpoint 1, restart a", 1)
 	step(ch, err)
 	if g := q.Gen(); g.Gen != 1 || g.Pass != 0 || g.Left != 50-31 || g.Mark != "checkpoint 1, restart a" || q.Pass() != 0 {
 		t.Fatalf("after the rewind: generation %+v, pass %d", g, q.Pass())
@@ -95,11 +95,11 @@ func TestRewindHandsOutWhatWasNotTrained(t *testing.T) {
 // trained ends that pass at the rewind; one of a pass all done ends them.
 func TestRewindOfAWholePass(t *testing.T) {
 	q := newQueues(t, Config{Passes: 3}, 2)
-	ch, err := q.Rewind(Trained{Pass: 1, Whole: []int{0, 1}}, "m")
+	ch, err := q.Rewind(Trained{Pass: 1, Whole: []int{0, 1}}, "m", 1)
 	if err != nil || q.Pass() != 2 || !ch.PassChanged || ch.Pass != 2 || ch.Gen.Gen != 1 {
 		t.Fatalf("rewind to a trained pass 1: pass %d, change %+v, %v", q.Pass(), ch, err)
 	}
-	if _, err := q.Rewind(Trained{Pass: 3}, "m2"); err != nil || !q.AllDone() {
+	if _, err := q.Rewind(Trained{Pass: 3}, "m2", 7); err != nil || !q.AllDone() {
 		t.Fatalf("rewind to the end: %v, all done %v", err, q.AllDone())
 	}
 }
@@ -135,7 +135,7 @@ func TestCheckTrained(t *testing.T) {
 // trainer's outside the group.
 func TestGroupAfterARewind(t *testing.T) {
 	q := newQueues(t, Config{}, 6) // 60 records
-	if _, err := q.Rewind(Trained{Whole: []int{0, 1}, Part: map[int][]Interval{2: {{0, 5}}}}, "m"); err != nil {
+	if _, err := q.Rewind(Trained{Whole: []int{0, 1}, Part: map[int][]Interval{2: {{0, 5}}}}, "m", 1); err != nil {
 		t.Fatal(err)
 	}
 	g := wire.Group{Ranks: 2, Batch: 4} // 35 left: shares 18 and 17
