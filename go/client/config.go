@@ -93,6 +93,13 @@ type Config struct {
 	// negative: never. Each report is one fenced write on the master.
 	ProgressInterval time.Duration
 
+	// Group, when its Ranks is set, makes this client rank Rank of a
+	// group of ranks stepping together (wire's group.go): the master hands
+	// it its share of each pass, and Records waits between passes once
+	// its share is out (wire.TextRankDone) until the pass ends.
+	Group wire.Group
+	Rank  int
+
 	// Inject is for tests and demos of fault handling. When set, it is
 	// called (from the prefetch goroutine) with every task received, before
 	// its blocks are read; a non-nil error makes the client report the task

@@ -88,8 +88,11 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 		if len(s.pending) > 0 {
 			finished = s.pending[0]
 		}
-		if s.pass >= 0 {
+		switch {
+		case s.pass >= 0:
 			finished.OnePass, finished.Pass = true, s.pass
+		case s.next >= 0:
+			finished.OnePass, finished.Pass = true, s.next
 		}
 		t, err := s.c.GetTask(ctx, finished)
 		switch {
@@ -103,14 +106,26 @@ func (s *session) nextTask(ctx context.Context) (wire.Task, error) {
 			if s.onePass {
 				s.pass = t.Pass // the pass of the loop's first task is the loop's
 			}
+			s.next, s.last = -1, t.Pass
 			return t, nil
 		case ctx.Err() != nil:
 			return t, context.Cause(ctx)
 		case wire.Is(err, wire.TextAllDone), s.onePass && wire.Is(err, wire.TextPassOver):
 			return t, errEnd
+		case wire.Is(err, wire.TextRankDone) && s.onePass:
+			return t, errEnd // the rank's share of the loop's pass is out
+		case wire.Is(err, wire.TextRankDone):
+			s.next = -1 // wait for the pass after the last task's: the others finish theirs
+			if s.last >= 0 {
+				s.next = s.last + 1
+			}
+		case wire.Is(err, wire.TextPassOver):
+			s.next = -1 // the pass waited for is over too: take whatever is current
 		case !wire.Is(err, wire.TextNoTask) && !wire.Is(err, wire.TextNoDataset):
 			return t, err
 		}
+		// Nothing to take now: no task, no dataset yet, or a rank waiting
+		// for the next pass.
 		if err := s.idle(ctx, b, err); err != nil {
 			return t, err
 		}

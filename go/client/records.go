@@ -35,6 +35,12 @@ type Record struct {
 	// record before it, as it does unless the loop is late (the master
 	// cuts far enough ahead of the position last reported); else without.
 	Last bool
+	// RankRecords and RankBatches are, for a rank of a group
+	// (Config.Group), its plan of the pass (wire.Task's): its share of
+	// the pass's records and the batches every rank forms of its share
+	// (wire.BatchSizes). 0 outside a group.
+	RankRecords int64
+	RankBatches int
 }
 
 // Records yields the records of the tasks of Config.Dataset the master
@@ -133,6 +139,7 @@ func (s *session) yieldTask(ctx context.Context, l *loaded, yield func(Record, e
 		}
 		rec := order.at(i)
 		rec.Task, rec.Pass, rec.Position, rec.Last = l.task.Root(), l.task.Pass, i, i == last || int64(i+1) == to
+		rec.RankRecords, rec.RankBatches = l.task.RankRecords, l.task.RankBatches
 		s.progress.has(i + 1)
 		more := yield(rec, nil)
 		s.progress.reached(i + 1) // the body had the record, even if it broke out after it

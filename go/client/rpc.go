@@ -89,6 +89,9 @@ func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, er
 	var t wire.Task
 	arg := c.report(finished)
 	arg.OnePass = finished.OnePass
+	if c.cfg.Group.Ranks > 0 {
+		arg.Rank, arg.Ranks, arg.Batch = c.cfg.Rank, c.cfg.Group.Ranks, c.cfg.Group.Batch
+	}
 	err := c.call(ctx, "GetTask", arg, &t)
 	return t, err
 }

@@ -40,6 +40,10 @@ type session struct {
 	// loop, whose tasks may be of any pass.
 	onePass bool
 	pass    int
+	// next: a rank whose share of a pass is out waits for the pass
+	// after it (wire.TextRankDone); -1 when it does not wait.
+	next int
+	last int // the pass of the last task handed, -1 before the first
 }
 
 // start begins a session, with its prefetch goroutine bound to ctx and to
@@ -56,6 +60,8 @@ func (c *Client) start(ctx context.Context, onePass bool) *session {
 		limit:   limit,
 		onePass: onePass,
 		pass:    -1,
+		next:    -1,
+		last:    -1,
 	}
 	s.progress = newProgress(c)
 	c.trained.loop(s)

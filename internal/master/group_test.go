@@ -1,9 +1,14 @@
 package master
 
 import (
+	"context"
+	"fmt"
 	"net/rpc"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/taskqueue"
 	"github.com/trainmaster/master/internal/trainerport"
@@ -142,5 +147,69 @@ func TestGroupSharesSurviveARestore(t *testing.T) {
 	}
 	if left != 0 || train(restored).q.Handed(0) != g.Share(21, 0) {
 		t.Fatalf("rank 0 after the restore: left %d, handed %d, want its share %d", left, train(restored).q.Handed(0), g.Share(21, 0))
+	}
+}
+
+// TestGoRanksTrainTheirShares: three go/client ranks, each reading ahead,
+// train two passes side by side: in each pass every rank trains exactly
+// its share and every record once, and a rank done with its share waits
+// for the pass to end instead of ending its loop.
+func TestGoRanksTrainTheirShares(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 2, 7) // 14 tasks of 3 records: 42
+	s, _ := newService(t, Config{ChunksPerTask: 1, Queue: taskqueue.Config{Passes: 2}})
+	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	p := startPort(t, s, trainerport.Config{})
+	g := wire.Group{Ranks: 3, Batch: 4}
+	type got struct {
+		perPass map[int]int64
+		records map[string]int
+	}
+	results := make([]got, 3)
+	var wg sync.WaitGroup
+	for rank := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := client.New(client.Static(p.addr), client.Config{Name: fmt.Sprintf("rank-%d", rank), Group: g, Rank: rank, Prefetch: 1,
+				MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+			defer c.Close()
+			r := got{perPass: map[int]int64{}, records: map[string]int{}}
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			for rec, err := range c.Records(cctx) {
+				if err != nil {
+					t.Errorf("rank %d: %v", rank, err)
+					return
+				}
+				if rec.RankRecords != g.Share(42, rank) || rec.RankBatches != 4 {
+					t.Errorf("rank %d: record with plan %d records, %d batches", rank, rec.RankRecords, rec.RankBatches)
+				}
+				r.perPass[rec.Pass]++
+				r.records[fmt.Sprintf("%d %s", rec.Pass, rec.Data)]++
+			}
+			results[rank] = r
+		}()
+	}
+	wg.Wait()
+	all := map[string]int{}
+	for rank, r := range results {
+		for pass := range 2 {
+			if r.perPass[pass] != g.Share(42, rank) {
+				t.Errorf("rank %d trained %d records in pass %d, want %d", rank, r.perPass[pass], pass, g.Share(42, rank))
+			}
+		}
+		for k, n := range r.records {
+			all[k] += n
+		}
+	}
+	if len(all) != 84 {
+		t.Errorf("%d records of the 2 passes trained, want 84", len(all))
+	}
+	for k, n := range all {
+		if n != 1 {
+			t.Errorf("%s trained %d times", k, n)
+		}
 	}
 }
