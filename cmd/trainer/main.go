@@ -5,6 +5,10 @@
 //	trainer (-addr HOST:PORT | -endpoints URL,... [-namespace NS]) [-dataset 'PATTERN,...'] [-name NAME] [-json] [-prefetch N] [-v]
 //	        [-tls-ca FILE [-tls-cert FILE -tls-key FILE] [-tls-server-name NAME]] [-token-file FILE]
 //	        [-stall-task N | -stall-after N] [-fail-task N | -fail-after N]
+//	        [-ranks W -rank R [-batch B]] [-checkpoint-every N] [-resume ID] [-restart NAME] [-trace FILE]
+//
+// -ranks, -rank, -batch, -checkpoint-every, -resume and -restart: a rank
+// of a group and data checkpoints (checkpoint.go).
 //
 // The digest is client.Digest: the sum modulo 2^64 of the first 8 bytes
 // (big-endian) of SHA-256(uint32 little-endian length ‖ record) over the
@@ -93,6 +97,16 @@ type options struct {
 	failAfter  int
 	delay      time.Duration
 	lock       lockOptions
+	group      groupOptions
+}
+
+// groupOptions are the flags of a rank of a group and of data
+// checkpoints (checkpoint.go).
+type groupOptions struct {
+	rank, ranks, batch int
+	checkpointEvery    int    // records, or a rank's batches; 0: none
+	resume             int64  // the checkpoint to rewind to before training; 0: none
+	restart            string // names this run's restart and its checkpoints
 }
 
 // lockOptions are the flags of a locked trainer port: TLS and the token.
@@ -155,7 +169,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.delay, "record-delay", 0, "pretend to train: sleep this long on every record (demo)")
 	fs.StringVar(&o.trace, "trace", "", "append a line \"pass task position\" to this `file` for every record trained (fault accounting: cmd/chaos)")
 	o.lock.register(fs)
+	o.group.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.group.check(); err != nil {
 		return o, err
 	}
 	switch {
@@ -196,7 +214,8 @@ func (o options) config(stderr io.Writer) (client.Config, error) {
 	if o.verbose {
 		log.SetLevel(logrus.DebugLevel)
 	}
-	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Dataset: o.named, Log: log, ProgressInterval: o.progress}
+	cfg := client.Config{Prefetch: o.prefetch, Name: o.name, Dataset: o.named, Log: log, ProgressInterval: o.progress,
+		Group: wire.Group{Ranks: o.group.ranks, Batch: o.group.batch}, Rank: o.group.rank}
 	if o.failTask >= 0 || o.failAfter > 0 {
 		cfg.Inject = o.failOnce()
 	}

@@ -34,6 +34,22 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 		return err
 	}
 	defer trace.close()
+	if o.group.resume > 0 {
+		rep, err := c.Rewind(ctx, o.group.resume, o.group.restart)
+		if err != nil {
+			return errors.WithMessagef(err, "resume from checkpoint %d", o.group.resume)
+		}
+		if err := p.printEvent(fmt.Sprintf("rewound to checkpoint %d for restart %s (this call rewound: %v)", o.group.resume, o.group.restart, rep.Rewound),
+			map[string]any{"rewound": o.group.resume, "restart": o.group.restart, "first": rep.Rewound}); err != nil {
+			return err
+		}
+	}
+	checkpoints := newCheckpointer(c, o.group, func(id int64, name string) error {
+		if err := trace.checkpoint(id); err != nil {
+			return err
+		}
+		return p.printEvent(fmt.Sprintf("checkpoint %d %s", id, name), map[string]any{"checkpoint": id, "name": name})
+	})
 	var task client.Digest // of the records of the current task so far
 	stalled, tasks, from := false, 0, 0
 	current := [3]int{-1, -1, -1} // the pass, task and next position of the records in task
@@ -60,6 +76,9 @@ func train(ctx context.Context, c *client.Client, o options, out io.Writer) (err
 		task.Add(recordBytes(rec))
 		current = [3]int{rec.Pass, rec.Task, rec.Position + 1}
 		if err := trace.record(rec); err != nil {
+			return err
+		}
+		if err := checkpoints.trained(ctx, rec); err != nil {
 			return err
 		}
 		if rec.Last {
@@ -114,6 +133,18 @@ func (p *passPrinter) add(pass, index, from int, task client.Digest) error {
 	return p.printJSON(passLine{Pass: pass, Task: &index, From: from, Records: task.Records, Bytes: task.Bytes, Digest: task.String()})
 }
 
+// printEvent prints a line of its own (a checkpoint, a rewind): text, or
+// with -json the object fields.
+func (p *passPrinter) printEvent(text string, fields map[string]any) error {
+	if p.json {
+		b, _ := json.Marshal(fields)
+		_, err := fmt.Fprintf(p.out, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintln(p.out, text)
+	return err
+}
+
 func (p *passPrinter) printJSON(line passLine) error {
 	b, _ := json.Marshal(line)
 	_, err := fmt.Fprintf(p.out, "%s\n", b)
@@ -155,6 +186,16 @@ func (t *traceFile) record(rec client.Record) error {
 		return nil
 	}
 	_, err := fmt.Fprintf(t.f, "%d %d %d\n", rec.Pass, rec.Task, rec.Position)
+	return err
+}
+
+// checkpoint writes the line of a checkpoint stored after the records
+// above it.
+func (t *traceFile) checkpoint(id int64) error {
+	if t.f == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(t.f, "checkpoint %d\n", id)
 	return err
 }
 
