@@ -151,7 +151,7 @@ func (q *Queues) DispatchRank(now time.Time, trainer string, f Finished, rank in
 	if q.pass == q.end() {
 		return 0, 0, Change{}, nil, ErrAllDone
 	}
-	if err := q.checkGroup(rank, g); err != nil {
+	if err := q.checkGroup(trainer, rank, g); err != nil {
 		return 0, 0, Change{}, nil, err
 	}
 	need := g.Share(q.PassRecords(), rank) - q.ranks.handed[rank]
@@ -165,13 +165,23 @@ func (q *Queues) DispatchRank(now time.Time, trainer string, f Finished, rank in
 	}
 	task = q.todo[i].task
 	e := q.entry(task)
-	if start := max(e.From, e.Progress); q.pieces.end(task)-int64(start) > need {
-		if q.pieces.full() {
-			return 0, 0, Change{}, nil, kindf(wire.ErrPassTooSmall, "pass %d has had its %d pieces: task %d cannot be cut for rank %d's share", q.pass, MaxPieces(q.tasks), task, rank)
-		}
-		at := start + int(need)
-		var piece int
-		piece, ch = q.cutRest(task, &e, at)
+	cuts := 0
+	if e.Progress > e.From {
+		cuts++
+	}
+	if q.pieces.end(task)-int64(max(e.From, e.Progress)) > need {
+		cuts++
+	}
+	if q.pieces.relieved+cuts > MaxPieces(q.tasks) {
+		return 0, 0, Change{}, nil, kindf(wire.ErrPassTooSmall, "pass %d has had its %d pieces: task %d cannot be cut for rank %d's share", q.pass, MaxPieces(q.tasks), task, rank)
+	}
+	if e.Progress > e.From {
+		task, e, ch = q.settle(task, e)
+	}
+	if q.pieces.end(task)-int64(e.From) > need {
+		at := e.From + int(need)
+		piece, cutCh := q.cutRest(task, &e, at)
+		ch = ch.Merge(cutCh)
 		cut = &RankCut{Task: task, At: at, Piece: piece}
 	}
 	e.Queue, e.Epoch, e.Trainer, e.For = Pending, e.Epoch+1, trainer, f
@@ -203,12 +213,28 @@ func (q *Queues) cutRest(task int, e *Entry, at int) (int, Change) {
 	return piece, ch
 }
 
+// settle hands over the Todo entry e of task, trained in part by a
+// dispatch taken back (its Progress): its trained records become an entry
+// of their own, Done and no rank's (epoch 0, as a rewind's), and the rest
+// a piece, which it returns with its entry, so that a rank's share counts
+// exactly the records it is handed.
+func (q *Queues) settle(task int, e Entry) (int, Entry, Change) {
+	piece, ch := q.cutRest(task, &e, e.Progress)
+	ch = ch.Merge(q.change(task, Entry{Pass: q.pass, Queue: Done, Of: e.Of, From: e.From, To: e.To}))
+	return piece, q.entry(piece), ch
+}
+
 // checkGroup refuses a rank whose group is out of bounds, disagrees with
-// the pass's, or cannot even its batches over the pass, and a group in a
-// pass that trainers outside any group train.
-func (q *Queues) checkGroup(rank int, g wire.Group) error {
+// the pass's, or cannot even its batches over the pass, a rank without a
+// name (its tasks have no deadline: only a named trainer's are taken back
+// when it is lost), and a group in a pass that trainers outside any group
+// train.
+func (q *Queues) checkGroup(trainer string, rank int, g wire.Group) error {
 	if err := g.CheckRank(rank); err != nil {
 		return err
+	}
+	if !tracked(trainer) {
+		return kindf(wire.ErrBadGroup, "rank %d sends no trainer name: a rank's tasks have no deadline, and only a named trainer's are taken back when it is lost", rank)
 	}
 	if err := g.CheckPass(q.PassRecords()); err != nil {
 		return err

@@ -249,3 +249,46 @@ func TestCheckRecordRank(t *testing.T) {
 		}
 	}
 }
+
+// TestRankTakesOverATaskTrainedInPart: a rank lost after reporting
+// progress in a task; the rank that takes the task over is handed only its
+// untrained records (the trained ones settled, Done and no rank's), so
+// that no rank is counted past its share; the records trained by the lost
+// rank are missing from the others' shares (a lost rank ends a DDP step
+// anyway: the group restarts from its checkpoint).
+func TestRankTakesOverATaskTrainedInPart(t *testing.T) {
+	records := func(task int) int64 { return []int64{10, 30, 30}[task] }
+	q, err := New(Config{MinSamples: 1, Window: 1}, 3, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := wire.Group{Ranks: 2, Batch: 2} // shares of 35
+	first := mustRank(t, q, 0, g)
+	if _, _, err := q.Progress(first, 0, 1, 2, trainerOf(0), t0.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustRank(t, q, 1, g) // task 1: 30
+	q.Release(trainerOf(0))
+	task := mustRank(t, q, 1, g)
+	e := q.Entry(task)
+	if e.Of != first || e.From != 2 || e.To != 7 || q.Handed(1) != 35 {
+		t.Fatalf("rank 1 handed %+v, %d records in all; want records 2 to 7 of task %d, 35", e, q.Handed(1), first)
+	}
+	if settled := q.Entry(first); settled.Queue != Done || settled.To != 2 || settled.Epoch != 0 {
+		t.Fatalf("the trained records: %+v", settled)
+	}
+	var handed int64
+	for {
+		task, _, _, _, err := q.DispatchRank(t0, trainerOf(0), Finished{}, 0, g)
+		if errors.Is(err, ErrNoTask) {
+			break // the rest of the pass is out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		handed += q.Length(q.Entry(task))
+	}
+	if handed != 33 || q.Handed(0) != 33 {
+		t.Fatalf("rank 0 handed %d (queues: %d): the 35 of its share less the 2 trained before", handed, q.Handed(0))
+	}
+}
