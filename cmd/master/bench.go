@@ -42,13 +42,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	door := fs.String("door", masterbench.DoorOff, "the masters' HTTP side door: off; on (-http-addr on loopback, every trainer sends a name, /metrics and /status.json read once a second); "+
 		"or both: each row in four windows, off, on, on, off or the reverse, and the ratios of the two")
 	profile := fs.String("cpuprofile", "", "`directory` where the leader writes a CPU profile of each measured window (go tool pprof)")
+	checkpointEvery := fs.Int("checkpoint-every", 0, "every trainer takes a data checkpoint of its own every `N` tasks (0: none)")
+	checkpointCompare := fs.Bool("checkpoint-compare", false, "with -checkpoint-every: each row in four windows of the same master, without and with the checkpoints, in a symmetric order, and the ratios of the two")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	logLevel := fs.String("log-level", "info", "log level of the bench's progress lines")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg := masterbench.Config{ChunksPerTask: *perTask, Warmup: *warmup, Duration: *duration, Failover: *failover, Codec: *codec, Progress: *progress,
-		Door: *door}
+		Door: *door, CheckpointEvery: *checkpointEvery, CheckpointCompare: *checkpointCompare}
+	if cfg.CheckpointCompare && cfg.CheckpointEvery <= 0 {
+		return errors.New("-checkpoint-compare needs -checkpoint-every")
+	}
 	var err error
 	if *profile != "" {
 		if cfg.Profile, err = profileDir(*profile); err != nil {

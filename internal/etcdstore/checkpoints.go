@@ -57,22 +57,27 @@ func checkpointKey(namespace string, id int64) string {
 	return fmt.Sprintf("%s%010d", checkpointsPrefix(namespace), id)
 }
 
-// SaveCheckpoint implements master.CheckpointStore: one fenced transaction
-// puts cp and deletes drop.
-func (c *Catalog) SaveCheckpoint(ctx context.Context, cp master.DataCheckpoint, drop []int64) error {
-	b, err := json.Marshal(encodeCheckpoint(cp))
-	if err != nil {
-		return errors.Wrap(err, "etcdstore: encode checkpoint")
-	}
+// SaveCheckpoints implements master.CheckpointStore: as few fenced
+// transactions as etcd's limits allow put cps, one value each, then
+// delete drop.
+func (c *Catalog) SaveCheckpoints(ctx context.Context, cps []master.DataCheckpoint, drop []int64) error {
 	st := newStore(c.cfg, checkpointsPrefix(c.cfg.Namespace), c.sh)
-	ops := []clientv3.Op{clientv3.OpPut(checkpointKey(c.cfg.Namespace, cp.ID), string(b))}
+	var units [][]clientv3.Op
+	for _, cp := range cps {
+		b, err := json.Marshal(encodeCheckpoint(cp))
+		if err != nil {
+			return errors.Wrap(err, "etcdstore: encode checkpoint")
+		}
+		put := clientv3.OpPut(checkpointKey(c.cfg.Namespace, cp.ID), string(b))
+		if n := opBytes(put); n > st.maxTxnBytes {
+			return errors.Errorf("etcdstore: checkpoint %d %q takes %d bytes, over the %d a transaction may (etcd's --max-request-bytes)", cp.ID, cp.Name, n, st.maxTxnBytes)
+		}
+		units = append(units, []clientv3.Op{put})
+	}
 	for _, id := range drop {
-		ops = append(ops, clientv3.OpDelete(checkpointKey(c.cfg.Namespace, id)))
+		units = append(units, []clientv3.Op{clientv3.OpDelete(checkpointKey(c.cfg.Namespace, id))})
 	}
-	if len(ops) > maxOps || unitBytes(ops) > st.maxTxnBytes {
-		return errors.Errorf("etcdstore: checkpoint %d %q takes %d bytes, over the %d a transaction may (etcd's --max-request-bytes)", cp.ID, cp.Name, unitBytes(ops), st.maxTxnBytes)
-	}
-	return st.txn(ctx, ops)
+	return st.commitUnits(ctx, units)
 }
 
 // LoadCheckpoints implements master.CheckpointStore.

@@ -30,7 +30,7 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 		if id == 3 {
 			drop = []int64{2}
 		}
-		if err := cat.SaveCheckpoint(ctx, cp(id), drop); err != nil {
+		if err := cat.SaveCheckpoints(ctx, []master.DataCheckpoint{cp(id)}, drop); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +54,7 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	lead(t, cli, "/job")
-	if err := cat.SaveCheckpoint(ctx, cp(4), nil); !errors.Is(err, master.ErrLeadershipLost) {
+	if err := cat.SaveCheckpoints(ctx, []master.DataCheckpoint{cp(4)}, nil); !errors.Is(err, master.ErrLeadershipLost) {
 		t.Fatalf("a save after losing the lock: %v", err)
 	}
 }

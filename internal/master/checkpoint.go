@@ -15,29 +15,39 @@ import (
 )
 
 // Data checkpoints of the job (wire's checkpoint.go). The trainers of a
-// checkpoint report to it by name; the last report takes it: every
-// dataset's Trained, read once every change before it is durable, stored
-// under the next ID with the older checkpoints past CheckpointsKept
-// dropped in the same fenced write. Taking checkpoints and rewinding are
-// one at a time (checkpoints.takeMu), so IDs follow each other and a
-// rewind never interleaves with a take.
+// checkpoint report to it by name; with the last report it is complete,
+// and queued for the storer: one goroutine, running while checkpoints are
+// queued, that takes every one queued at once (up to maxBatch), reads each
+// dataset's Trained for all of them in one operation (once every change
+// before it is durable), and stores them in one fenced write that drops
+// the oldest unpinned past CheckpointsKept; then it answers their callers.
+// So a burst of checkpoints (every trainer's own, say) costs the store a
+// write per batch, not per checkpoint. A batch and a rewind are one at a
+// time (checkpoints.takeMu): IDs follow each other, and a rewind never
+// interleaves with a take.
 
 // maxOpenCheckpoints bounds the checkpoints gathering reports at once:
 // names a client invents cannot grow the master without end.
 const maxOpenCheckpoints = 16
 
+// maxBatch bounds the checkpoints stored together.
+const maxBatch = 64
+
 // checkpoints is the service's part that keeps the data checkpoints.
 type checkpoints struct {
-	takeMu sync.Mutex // one take or rewind at a time
+	takeMu sync.Mutex // one batch or rewind at a time
 
-	mu   sync.Mutex            // guards the fields below
-	open map[string]*gathering // checkpoints gathering reports, by name
-	kept []DataCheckpoint      // the stored ones, by ID ascending (loaded by Restore)
-	next int64                 // the next ID
+	mu      sync.Mutex            // guards the fields below
+	open    map[string]*gathering // checkpoints gathering reports, by name
+	ready   []*gathering          // complete, for the storer
+	storing bool                  // the storer runs
+	kept    []DataCheckpoint      // the stored ones, by ID ascending (loaded by Restore)
+	next    int64                 // the next ID
 }
 
 // gathering is a checkpoint waiting for its trainers' reports.
 type gathering struct {
+	name     string
 	trainers int
 	pin      bool
 	held     map[string][]wire.Held // trainer -> what it reported
@@ -84,8 +94,7 @@ func (s *Service) Checkpoint(ctx context.Context, c wire.Checkpoint) (wire.Check
 		return wire.CheckpointReply{}, err
 	}
 	if complete {
-		reply, err := s.takeCheckpoint(ctx, c.Name, g)
-		g.finish(reply, err)
+		s.enqueueCheckpoint(g)
 	}
 	select {
 	case <-g.done:
@@ -108,7 +117,7 @@ func (s *Service) report(c wire.Checkpoint) (*gathering, bool, error) {
 		if len(s.cps.open) >= maxOpenCheckpoints && c.Trainers > 1 {
 			return nil, false, wire.WithKind(wire.ErrCheckpointIncomplete, errors.Errorf("%d checkpoints are gathering reports, the most at once; %q is refused", len(s.cps.open), c.Name))
 		}
-		g = &gathering{trainers: c.Trainers, held: map[string][]wire.Held{}, done: make(chan struct{})}
+		g = &gathering{name: c.Name, trainers: c.Trainers, held: map[string][]wire.Held{}, done: make(chan struct{})}
 		g.timer = s.cfg.Clock.AfterFunc(s.cfg.CheckpointWait, func() { s.expireGathering(c.Name, g) })
 		s.cps.open[c.Name] = g
 	}
@@ -140,57 +149,147 @@ func (s *Service) expireGathering(name string, g *gathering) {
 	g.finish(wire.CheckpointReply{}, err)
 }
 
-// takeCheckpoint stores the checkpoint name gathered in g: every dataset's
-// Trained, once every change before it is durable. A checkpoint of that
-// name already kept in the datasets' generations now (a retry, or one
-// stored by the master before a failover) is answered as it is.
-func (s *Service) takeCheckpoint(ctx context.Context, name string, g *gathering) (wire.CheckpointReply, error) {
+// enqueueCheckpoint queues a complete checkpoint for the storer, starting
+// it if it does not run.
+func (s *Service) enqueueCheckpoint(g *gathering) {
+	s.cps.mu.Lock()
+	defer s.cps.mu.Unlock()
+	s.cps.ready = append(s.cps.ready, g)
+	if !s.cps.storing {
+		s.cps.storing = true
+		go s.storeCheckpoints()
+	}
+}
+
+// storeCheckpoints is the storer: it stores the queued checkpoints batch
+// after batch, and stops when none is left.
+func (s *Service) storeCheckpoints() {
+	for batch := s.takeReady(); len(batch) > 0; batch = s.takeReady() {
+		s.storeBatch(batch)
+	}
+}
+
+// takeReady returns the next batch of queued checkpoints; none stops the
+// storer.
+func (s *Service) takeReady() []*gathering {
+	s.cps.mu.Lock()
+	defer s.cps.mu.Unlock()
+	n := min(len(s.cps.ready), maxBatch)
+	batch := s.cps.ready[:n:n]
+	s.cps.ready = s.cps.ready[n:]
+	if n == 0 {
+		s.cps.storing = false
+	}
+	return batch
+}
+
+// storeBatch stores a batch of checkpoints and answers their callers: a
+// checkpoint of a name already kept in the datasets' generations now (a
+// retry, or one stored by the master before a failover) is answered as it
+// is, and so is one named twice in the batch.
+func (s *Service) storeBatch(batch []*gathering) {
 	s.cps.takeMu.Lock()
 	defer s.cps.takeMu.Unlock()
-	byDataset := map[string][]wire.Held{}
-	for _, held := range g.held {
-		for _, h := range held {
-			ds := wire.DatasetName(h.Dataset)
-			byDataset[ds] = append(byDataset[ds], h)
+	points, err := s.batchPoints(batch)
+	if err != nil {
+		for _, g := range batch {
+			g.finish(wire.CheckpointReply{}, err)
 		}
-	}
-	points := map[string]DatasetPoint{}
-	for _, d := range s.each() {
-		p, ok, err := d.trained(ctx, byDataset[d.name])
-		if err != nil {
-			return wire.CheckpointReply{}, err
-		}
-		if ok {
-			points[d.name] = p
-		}
+		return
 	}
 	s.cps.mu.Lock()
-	if cp, ok := s.keptNamed(name, points); ok {
-		reply := s.keptReply(cp.ID)
-		s.cps.mu.Unlock()
-		return reply, nil
+	ids := make([]int64, len(batch))
+	var cps []DataCheckpoint
+	next := max(s.cps.next, 1)
+	for i, g := range batch {
+		if cp, ok := s.keptNamed(g.name, points[i]); ok {
+			ids[i] = cp.ID
+			continue
+		}
+		if j := slices.IndexFunc(cps, func(cp DataCheckpoint) bool { return cp.Name == g.name }); j >= 0 {
+			ids[i] = cps[j].ID
+			continue
+		}
+		ids[i] = next
+		cps = append(cps, DataCheckpoint{ID: next, Name: g.name, Time: s.cfg.Clock.Now().UTC(), Pinned: g.pin, Trainers: g.trainers, Datasets: points[i]})
+		next++
 	}
-	s.cps.next = max(s.cps.next, 1)
-	cp := DataCheckpoint{ID: s.cps.next, Name: name, Time: s.cfg.Clock.Now().UTC(), Pinned: g.pin, Trainers: g.trainers, Datasets: points}
-	drop := s.dropped(cp)
+	drop := s.dropped(cps)
+	cps = slices.DeleteFunc(cps, func(cp DataCheckpoint) bool { return slices.Contains(drop, cp.ID) })
 	s.cps.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
-	err := s.cfg.Checkpoints.SaveCheckpoint(cctx, cp, drop)
-	cancel()
-	if err != nil {
-		if errors.Is(err, ErrLeadershipLost) {
-			s.lost(err)
+	if err := s.saveCheckpoints(cps, drop); err != nil {
+		for _, g := range batch {
+			g.finish(wire.CheckpointReply{}, err)
 		}
-		return wire.CheckpointReply{}, wire.WithKind(wire.ErrNotServing, errors.WithMessagef(err, "master: store checkpoint %q", name))
+		return
 	}
 	s.cps.mu.Lock()
 	defer s.cps.mu.Unlock()
-	s.cps.kept = append(slices.DeleteFunc(s.cps.kept, func(k DataCheckpoint) bool { return slices.Contains(drop, k.ID) }), cp)
-	s.cps.next = cp.ID + 1
-	s.cfg.Log.WithFields(logrus.Fields{"checkpoint": cp.ID, "name": name, "trainers": cp.Trainers, "pinned": cp.Pinned, "dropped": drop}).
-		Infof("checkpoint %d %q stored: %s", cp.ID, name, describePoints(points))
-	return s.keptReply(cp.ID), nil
+	s.cps.kept = append(slices.DeleteFunc(s.cps.kept, func(k DataCheckpoint) bool { return slices.Contains(drop, k.ID) }), cps...)
+	s.cps.next = next
+	for _, cp := range cps {
+		s.cfg.Log.WithFields(logrus.Fields{"checkpoint": cp.ID, "name": cp.Name, "trainers": cp.Trainers, "pinned": cp.Pinned}).
+			Infof("checkpoint %d %q stored: %s", cp.ID, cp.Name, describePoints(cp.Datasets))
+	}
+	if len(drop) > 0 {
+		s.cfg.Log.WithField("dropped", drop).Infof("checkpoints dropped past the %d kept", s.cfg.CheckpointsKept)
+	}
+	for i, g := range batch {
+		g.finish(s.keptReply(ids[i]), nil)
+	}
+}
+
+// batchPoints reads, for each checkpoint of batch, every dataset's
+// Trained: one operation per dataset for the whole batch.
+func (s *Service) batchPoints(batch []*gathering) ([]map[string]DatasetPoint, error) {
+	points := make([]map[string]DatasetPoint, len(batch))
+	helds := make([][]wire.Held, len(batch))
+	for i := range batch {
+		points[i] = map[string]DatasetPoint{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
+	defer cancel()
+	for _, d := range s.each() {
+		for i, g := range batch {
+			helds[i] = helds[i][:0]
+			for _, held := range g.held {
+				for _, h := range held {
+					if wire.DatasetName(h.Dataset) == d.name {
+						helds[i] = append(helds[i], h)
+					}
+				}
+			}
+		}
+		ps, ok, err := d.trained(ctx, helds)
+		if err != nil {
+			return nil, err
+		}
+		for i := range batch {
+			if ok {
+				points[i][d.name] = ps[i]
+			}
+		}
+	}
+	return points, nil
+}
+
+// saveCheckpoints stores cps, dropping drop; a write the fence refuses
+// stops the service.
+func (s *Service) saveCheckpoints(cps []DataCheckpoint, drop []int64) error {
+	if len(cps) == 0 && len(drop) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
+	defer cancel()
+	err := s.cfg.Checkpoints.SaveCheckpoints(ctx, cps, drop)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrLeadershipLost) {
+		s.lost(err)
+	}
+	return wire.WithKind(wire.ErrNotServing, errors.WithMessagef(err, "master: store %d checkpoints", len(cps)))
 }
 
 // keptNamed returns the kept checkpoint called name taken in the
@@ -214,17 +313,16 @@ func (s *Service) keptReply(id int64) wire.CheckpointReply {
 	return reply
 }
 
-// dropped returns the kept checkpoints storing cp drops: the oldest
-// unpinned ones past CheckpointsKept. Called with s.cps.mu held.
-func (s *Service) dropped(cp DataCheckpoint) []int64 {
+// dropped returns the checkpoints storing cps drops: the oldest unpinned
+// ones past CheckpointsKept, kept ones or (in a burst of more than are
+// kept) some of cps, which then need not be written. Called with
+// s.cps.mu held.
+func (s *Service) dropped(cps []DataCheckpoint) []int64 {
 	var unpinned []int64
-	for _, k := range s.cps.kept {
-		if !k.Pinned {
-			unpinned = append(unpinned, k.ID)
+	for _, cp := range append(slices.Clone(s.cps.kept), cps...) {
+		if !cp.Pinned {
+			unpinned = append(unpinned, cp.ID)
 		}
-	}
-	if !cp.Pinned {
-		unpinned = append(unpinned, cp.ID)
 	}
 	if over := len(unpinned) - s.cfg.CheckpointsKept; over > 0 {
 		return unpinned[:over]

@@ -1,7 +1,10 @@
 package master
 
 import (
+	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +178,75 @@ func waitGathering(t *testing.T, s *Service, name string) {
 		time.Sleep(time.Millisecond)
 	}
 	t.Fatalf("checkpoint %q never gathered a report", name)
+}
+
+// heldCheckpoints holds its first save until released, and counts saves.
+type heldCheckpoints struct {
+	MemoryCheckpoints
+	entered, release chan struct{}
+	saves            atomic.Int64
+}
+
+func (h *heldCheckpoints) SaveCheckpoints(ctx context.Context, cps []DataCheckpoint, drop []int64) error {
+	if h.saves.Add(1) == 1 {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.MemoryCheckpoints.SaveCheckpoints(ctx, cps, drop)
+}
+
+// TestCheckpointsAreStoredTogether: checkpoints completed while one is
+// being stored are stored together, in one write, each with an ID of its
+// own; past the kept count the oldest go in the same write.
+func TestCheckpointsAreStoredTogether(t *testing.T) {
+	cps := &heldCheckpoints{entered: make(chan struct{}), release: make(chan struct{})}
+	s, _, _ := checkpointService(t, NewMemoryStore(), &MemoryCheckpoints{}, 3)
+	s.cfg.Checkpoints = cps
+	var wg sync.WaitGroup
+	ids := make(chan int64, 11)
+	take := func(name string) {
+		defer wg.Done()
+		rep, err := s.Checkpoint(ctx, wire.Checkpoint{Name: name, Trainer: name, Trainers: 1})
+		if err != nil {
+			t.Error(err)
+		}
+		ids <- rep.ID
+	}
+	wg.Add(1)
+	go take("first")
+	<-cps.entered
+	for i := range 10 {
+		wg.Add(1)
+		go take(fmt.Sprintf("t%d", i))
+	}
+	waitQueued(t, s, 10)
+	close(cps.release)
+	wg.Wait()
+	close(ids)
+	seen := map[int64]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 11 || cps.saves.Load() != 2 {
+		t.Fatalf("%d distinct IDs in %d saves, want 11 in 2", len(seen), cps.saves.Load())
+	}
+	if kept, _ := cps.LoadCheckpoints(ctx); len(kept) != 3 || kept[0].ID != 9 {
+		t.Fatalf("kept %d checkpoints from %d, want the last 3", len(kept), kept[0].ID)
+	}
+}
+
+// waitQueued waits until n checkpoints wait for the storer.
+func waitQueued(t *testing.T, s *Service, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		s.cps.mu.Lock()
+		queued := len(s.cps.ready)
+		s.cps.mu.Unlock()
+		if queued == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%d checkpoints never queued", n)
 }

@@ -34,9 +34,10 @@ type DatasetPoint struct {
 // CheckpointStore keeps a job's data checkpoints. The service calls it
 // one call at a time.
 type CheckpointStore interface {
-	// SaveCheckpoint stores cp and deletes the checkpoints drop names, in
-	// one fenced write: all of it, or nothing.
-	SaveCheckpoint(ctx context.Context, cp DataCheckpoint, drop []int64) error
+	// SaveCheckpoints stores cps and deletes the checkpoints drop names,
+	// fenced: each checkpoint whole or not at all, the drops once every
+	// one of cps is stored.
+	SaveCheckpoints(ctx context.Context, cps []DataCheckpoint, drop []int64) error
 	// LoadCheckpoints returns the stored checkpoints, by ID ascending.
 	LoadCheckpoints(ctx context.Context) ([]DataCheckpoint, error)
 }
@@ -47,12 +48,14 @@ type MemoryCheckpoints struct {
 	cps []DataCheckpoint
 }
 
-// SaveCheckpoint implements CheckpointStore.
-func (m *MemoryCheckpoints) SaveCheckpoint(_ context.Context, cp DataCheckpoint, drop []int64) error {
+// SaveCheckpoints implements CheckpointStore.
+func (m *MemoryCheckpoints) SaveCheckpoints(_ context.Context, cps []DataCheckpoint, drop []int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.cps = slices.DeleteFunc(m.cps, func(c DataCheckpoint) bool { return slices.Contains(drop, c.ID) || c.ID == cp.ID })
-	m.cps = append(m.cps, cp)
+	m.cps = slices.DeleteFunc(m.cps, func(c DataCheckpoint) bool {
+		return slices.Contains(drop, c.ID) || slices.ContainsFunc(cps, func(n DataCheckpoint) bool { return n.ID == c.ID })
+	})
+	m.cps = append(m.cps, cps...)
 	slices.SortFunc(m.cps, func(a, b DataCheckpoint) int { return int(a.ID - b.ID) })
 	return nil
 }

@@ -64,31 +64,34 @@ func (s *Service) keptCheckpoint(id int64) (DataCheckpoint, error) {
 	return DataCheckpoint{}, wire.WithKind(wire.ErrUnknownCheckpoint, errors.Errorf("checkpoint %d is not kept (kept: %s)", id, kept))
 }
 
-// trained returns what of the dataset's current pass is trained, read
-// once every change made before is durable, and false for a dataset not
-// accepted yet.
-func (s *datasetService) trained(ctx context.Context, held []wire.Held) (DatasetPoint, bool, error) {
-	type point struct {
-		p  DatasetPoint
+// trained returns what of the dataset's current pass is trained, for each
+// list of positions held (one per checkpoint), read once every change
+// made before is durable, and false for a dataset not accepted yet.
+func (s *datasetService) trained(ctx context.Context, helds [][]wire.Held) ([]DatasetPoint, bool, error) {
+	type points struct {
+		ps []DatasetPoint
 		ok bool
 	}
-	res, err := durable(s, func() (point, effect, error) {
+	res, err := durable(s, func() (points, effect, error) {
 		if err := s.ready(ctx); err != nil || s.q == nil {
-			return point{}, effect{}, err
+			return points{}, effect{}, err
 		}
-		positions := make([]taskqueue.HeldPosition, len(held))
-		for i, h := range held {
-			positions[i] = taskqueue.HeldPosition{Task: h.Index, Epoch: h.Epoch, Pass: h.Pass, Gen: h.Gen, Done: h.Done}
-		}
-		t, notes := s.q.Trained(positions)
 		var events []event
-		for _, note := range notes {
-			events = append(events, limitedLine(logrus.WarnLevel, logrus.Fields{"pass": t.Pass}, "checkpoint: %s", note))
+		ps := make([]DatasetPoint, len(helds))
+		for i, held := range helds {
+			positions := make([]taskqueue.HeldPosition, len(held))
+			for j, h := range held {
+				positions[j] = taskqueue.HeldPosition{Task: h.Index, Epoch: h.Epoch, Pass: h.Pass, Gen: h.Gen, Done: h.Done}
+			}
+			t, notes := s.q.Trained(positions)
+			for _, note := range notes {
+				events = append(events, limitedLine(logrus.WarnLevel, logrus.Fields{"pass": t.Pass}, "checkpoint: %s", note))
+			}
+			ps[i] = DatasetPoint{Round: s.round, Gen: s.q.Gen().Gen, Tasks: s.q.NumTasks(), Records: t.Records(s.ds.TaskRecords), Trained: t}
 		}
-		p := DatasetPoint{Round: s.round, Gen: s.q.Gen().Gen, Tasks: s.q.NumTasks(), Records: t.Records(s.ds.TaskRecords), Trained: t}
-		return point{p: p, ok: true}, effect{events: events}, nil
+		return points{ps: ps, ok: true}, effect{events: events}, nil
 	})
-	return res.p, res.ok, err
+	return res.ps, res.ok, err
 }
 
 // rewind takes the dataset back to p in a new generation marked mark,

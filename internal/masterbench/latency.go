@@ -2,6 +2,7 @@ package masterbench
 
 import (
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -23,4 +24,22 @@ func summarise(ds []time.Duration) Latencies {
 		return ds[min(max(i, 0), len(ds)-1)]
 	}
 	return Latencies{P50: rank(0.50), P99: rank(0.99), Max: ds[len(ds)-1]}
+}
+
+// latencyList gathers durations from several goroutines.
+type latencyList struct {
+	mu sync.Mutex // guards ds
+	ds []time.Duration
+}
+
+func (l *latencyList) add(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ds = append(l.ds, d)
+}
+
+func (l *latencyList) all() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.ds)
 }

@@ -19,6 +19,9 @@ type loadResult struct {
 	Total     int             // calls that would count, warm-up and tail included
 	Idle      int             // calls in the window that returned nothing to count
 	Latencies []time.Duration // of the calls that counted
+	// Checkpoints are the durations of the checkpoints taken, warm-up and
+	// tail included (runTrainers).
+	Checkpoints []time.Duration
 }
 
 // runLoad has workers call op back to back, each waiting for its previous

@@ -3,7 +3,6 @@ package masterbench
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,7 +54,15 @@ type Config struct {
 	// profile of each measured window; the caller puts it in the masters'
 	// environment as ProfileEnv.
 	Profile string
-	Log     logrus.FieldLogger
+	// CheckpointEvery makes every synthetic trainer take a data
+	// checkpoint of its own (Master.Checkpoint, one trainer) every that
+	// many tasks; 0: none. With CheckpointCompare each row runs in four
+	// windows of the same master, without and with the checkpoints, off,
+	// on, on, off or the reverse (as DoorBoth), and CheckpointCost
+	// compares them.
+	CheckpointEvery   int
+	CheckpointCompare bool
+	Log               logrus.FieldLogger
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -140,52 +147,10 @@ type DatasetResult struct {
 	// DoorCost compares, with the door both, the windows of each number
 	// of trainers with the door to those without.
 	DoorCost []DoorCost `json:"door_cost,omitempty"`
-}
-
-// DoorCost is what the side door leaves of the master's rate at one number
-// of trainers: the sum of the figure over the windows with the door over
-// its sum over the windows without.
-type DoorCost struct {
-	Trainers int `json:"trainers"`
-	// Order is the door in each of the four windows, in the order they
-	// ran: "off", "on", "on", "off" or "on", "off", "off", "on".
-	Order       []string `json:"order"`
-	TasksPerSec float64  `json:"tasks_per_sec"` // of the door's windows over the others'
-	// Ratio compares the ratios to the bare rate, each window's own:
-	// the cost net of the disk's changes between windows.
-	Ratio float64 `json:"ratio"`
-}
-
-// doorOrder returns the order of a row's four windows: off, on, on, off,
-// or on, off, off, on when doorFirst.
-func doorOrder(jobs []*job, doorFirst bool) []*job {
-	off, on := jobs[0], jobs[1]
-	if doorFirst {
-		off, on = on, off
-	}
-	return []*job{off, on, on, off}
-}
-
-// doorCost compares the windows with the door in rows to those without.
-func doorCost(trainers int, rows []Result) DoorCost {
-	c := DoorCost{Trainers: trainers}
-	var tasks, ratio [2]float64 // without, with
-	for _, r := range rows {
-		c.Order = append(c.Order, onOff(r.Door))
-		i := 0
-		if r.Door {
-			i = 1
-		}
-		tasks[i] += r.TasksPerSec
-		ratio[i] += r.Ratio
-	}
-	if tasks[0] > 0 {
-		c.TasksPerSec = tasks[1] / tasks[0]
-	}
-	if ratio[0] > 0 {
-		c.Ratio = ratio[1] / ratio[0]
-	}
-	return c
+	// CheckpointCost compares, with Config.CheckpointCompare, the windows
+	// of each number of trainers with checkpoints to those without (its
+	// Order says "on" for the windows with them).
+	CheckpointCost []DoorCost `json:"checkpoint_cost,omitempty"`
 }
 
 // Result is one window of trainers, and the bare transactions before it.
@@ -208,10 +173,14 @@ type Result struct {
 	// and the door was read during the window: Scrapes pages (/metrics and
 	// /status.json, each read in full) and ScrapeErrors failed reads.
 	// TrainersShown is the trainers_total of the last /status.json.
-	Door          bool `json:"door"`
-	Scrapes       int  `json:"scrapes,omitempty"`
-	ScrapeErrors  int  `json:"scrape_errors,omitempty"`
-	TrainersShown int  `json:"trainers_shown,omitempty"`
+	Door bool `json:"door"`
+	// Checkpoints: every trainer took a checkpoint every
+	// Config.CheckpointEvery tasks; CheckpointLatency is their calls'.
+	Checkpoints       bool       `json:"checkpoints,omitempty"`
+	CheckpointLatency *Latencies `json:"checkpoint_latency,omitempty"`
+	Scrapes           int        `json:"scrapes,omitempty"`
+	ScrapeErrors      int        `json:"scrape_errors,omitempty"`
+	TrainersShown     int        `json:"trainers_shown,omitempty"`
 	// Profile is the path of the leader's CPU profile of the window
 	// (Config.Profile).
 	Profile string `json:"cpu_profile,omitempty"`
@@ -283,23 +252,16 @@ func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, err
 		jobs = append(jobs, j)
 	}
 	for _, trainers := range cfg.Trainers {
-		order := jobs
-		if len(jobs) == 2 {
-			order = doorOrder(jobs, rand.IntN(2) == 1)
-		}
-		var rows []Result
-		for _, j := range order {
-			r, err := runWindow(ctx, cfg, j, trainers)
-			if err != nil {
-				return res, err
-			}
-			cfg.Log.WithFields(logrus.Fields{"chunks": chunks, "trainers": trainers, "door": r.Door, "tasks_per_sec": int(r.TasksPerSec),
-				"bare_txns_per_sec": int(r.BareTxnsPerSec)}).Info("window measured")
-			rows = append(rows, r)
+		rows, err := runRow(ctx, cfg, jobs, trainers)
+		if err != nil {
+			return res, err
 		}
 		res.Runs = append(res.Runs, rows...)
-		if len(jobs) == 2 {
-			res.DoorCost = append(res.DoorCost, doorCost(trainers, rows))
+		switch {
+		case len(jobs) == 2:
+			res.DoorCost = append(res.DoorCost, doorCost(trainers, rows, func(r Result) bool { return r.Door }))
+		case cfg.CheckpointCompare:
+			res.CheckpointCost = append(res.CheckpointCost, doorCost(trainers, rows, func(r Result) bool { return r.Checkpoints }))
 		}
 	}
 	for i, j := range jobs {
@@ -325,7 +287,7 @@ var doorClient = &http.Client{Timeout: 10 * time.Second}
 
 // runWindow measures bare transactions, then trainers, at one concurrency;
 // with the door, it reads the door during the window.
-func runWindow(ctx context.Context, cfg Config, j *job, trainers int) (Result, error) {
+func runWindow(ctx context.Context, cfg Config, j *job, trainers int, checkpoints bool) (Result, error) {
 	w := window{Warmup: cfg.Warmup, Duration: cfg.Duration}
 	bare, err := bareTxns(ctx, cfg.Client, j.ns+"/bare", trainers, w)
 	if err != nil {
@@ -344,7 +306,11 @@ func runWindow(ctx context.Context, cfg Config, j *job, trainers int) (Result, e
 	if j.prof != nil {
 		side.Go(func() { profile = j.prof.profile(sideCtx, from, until) })
 	}
-	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, j.door, cfg.Progress, w)
+	every := 0
+	if checkpoints {
+		every = cfg.CheckpointEvery
+	}
+	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, load{named: j.door || checkpoints, progress: cfg.Progress, checkpointEvery: every}, w)
 	if err != nil {
 		stopSide()
 	}
@@ -362,6 +328,11 @@ func runWindow(ctx context.Context, cfg Config, j *job, trainers int) (Result, e
 		TasksPerSec:    float64(got.Ops) / cfg.Duration.Seconds(),
 		BareTxnsPerSec: float64(bare.Ops) / cfg.Duration.Seconds(),
 		Door:           j.door, Scrapes: read.ok, ScrapeErrors: read.failed, TrainersShown: read.trainers, Profile: profile,
+		Checkpoints: checkpoints,
+	}
+	if checkpoints {
+		l := summarise(got.Checkpoints)
+		r.CheckpointLatency = &l
 	}
 	if r.BareTxnsPerSec > 0 {
 		r.Ratio = r.TasksPerSec / r.BareTxnsPerSec

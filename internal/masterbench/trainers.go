@@ -37,16 +37,29 @@ func dialer(codec string) func(addr string) (*rpc.Client, error) {
 	return func(addr string) (*rpc.Client, error) { return rpc.Dial("tcp", addr) }
 }
 
+// load is what the synthetic trainers do besides taking tasks.
+type load struct {
+	named           bool // send the name bench-<i>
+	progress        bool // report progress once in every task
+	checkpointEvery int  // take a checkpoint of their own every that many tasks; 0: never
+}
+
 // runTrainers runs synthetic trainers, each on its own connection made by
 // dial: every call finishes the trainer's previous task and asks for the
 // next. Named trainers send the name bench-<i> on every task they send, as
 // go/client does; the others send none, as a trainer may. With progress,
 // each trainer reports one record of every task trained before it asks
-// for the next (Master.TaskProgress: a fenced write each).
-func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, named, progress bool, w window) (loadResult, error) {
+// for the next (Master.TaskProgress: a fenced write each). With
+// checkpointEvery, each takes a checkpoint of its own (one trainer) every
+// that many tasks, holding the task it trains, before it asks for the
+// next: a fenced write of the dataset's Trained each.
+func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, l load, w window) (loadResult, error) {
+	named, progress := l.named, l.progress
 	conns := make([]*rpc.Client, trainers)
 	prev := make([]wire.Task, trainers)
 	names := make([]string, trainers)
+	taken := make([]int, trainers) // tasks taken, for checkpointEvery
+	var cpLatency latencyList
 	if named {
 		for i := range names {
 			names[i] = fmt.Sprintf("bench-%d", i)
@@ -85,8 +98,19 @@ func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), ad
 				return false, errors.Wrap(err, "TaskProgress")
 			}
 		}
+		if taken[i]++; l.checkpointEvery > 0 && taken[i]%l.checkpointEvery == 0 {
+			cp := wire.Checkpoint{Name: fmt.Sprintf("%s-%d", names[i], taken[i]), Trainer: names[i], Trainers: 1,
+				Held: []wire.Held{{Index: next.Index, Epoch: next.Epoch, Pass: next.Pass, Gen: next.Gen, Done: 1}}}
+			var reply wire.CheckpointReply
+			began := time.Now()
+			if err := conns[i].Call(wire.ServiceName+".Checkpoint", cp, &reply); err != nil {
+				return false, errors.Wrap(err, "Checkpoint")
+			}
+			cpLatency.add(time.Since(began))
+		}
 		return true, nil
 	})
+	res.Checkpoints = cpLatency.all()
 	if err != nil {
 		return res, err
 	}
