@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"net"
 	"net/rpc"
+	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pkg/errors"
 
@@ -34,6 +36,8 @@ type Client struct {
 
 	trained trained // what the loops trained that the master may not know (checkpoint.go)
 
+	asks atomic.Int64 // the number of the last GetTask (wire.Task.Ask), from a random start
+
 	mu   sync.Mutex
 	conn *rpc.Client // nil when not connected
 	addr string      // the address conn was dialled at
@@ -47,7 +51,9 @@ type Client struct {
 // until the first call.
 func New(r Resolver, cfg Config) *Client {
 	life, cancel := context.WithCancelCause(context.Background())
-	return &Client{res: r, cfg: cfg.withDefaults(), followsMaster: cfg.ProgressInterval == 0, life: life, close: cancel}
+	c := &Client{res: r, cfg: cfg.withDefaults(), followsMaster: cfg.ProgressInterval == 0, life: life, close: cancel}
+	c.asks.Store(rand.Int64N(1 << 62)) // a restarted trainer of the same name asks anew
+	return c
 }
 
 // Close drops the connection and ends every call and Records loop in

@@ -88,7 +88,7 @@ func (c *Client) DatasetStatus(ctx context.Context) (wire.Status, error) {
 func (c *Client) GetTask(ctx context.Context, finished wire.Task) (wire.Task, error) {
 	var t wire.Task
 	arg := c.report(finished)
-	arg.OnePass = finished.OnePass
+	arg.OnePass, arg.Ask = finished.OnePass, c.asks.Add(1) // a retry of this call (call) sends the same
 	if c.cfg.Group.Ranks > 0 {
 		arg.Rank, arg.Ranks, arg.Batch = c.cfg.Rank, c.cfg.Group.Ranks, c.cfg.Group.Batch
 	}

@@ -150,6 +150,14 @@ type Task struct {
 	// task (with Index, Epoch and Pass); a report of an older generation
 	// is answered StalePass.
 	Gen int `json:",omitempty"`
+	// Ask is set by a trainer in GetTask's argument: a number it gives
+	// each of its GetTasks, and sends again when it retries one whose
+	// answer it did not get. The master hands a retried GetTask (the same
+	// trainer, finish and Ask) the dispatch that answered it, if still
+	// pending: a task whose answer was lost is not left pending with a
+	// trainer that never got it. 0: none (a retry is then told by the
+	// finish it carries alone).
+	Ask int64 `json:",omitempty"`
 }
 
 // Root returns the task whose records t covers: Of for a piece, else

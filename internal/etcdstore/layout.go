@@ -127,9 +127,10 @@ type entry struct {
 }
 
 type finished struct {
-	Task  int `json:"task"`
-	Epoch int `json:"epoch"`
-	Pass  int `json:"pass"`
+	Task  int   `json:"task"`
+	Epoch int   `json:"epoch"`
+	Pass  int   `json:"pass"`
+	Ask   int64 `json:"ask,omitempty"` // the trainer's number of the GetTask (wire.Task.Ask)
 }
 
 var queueNames = map[string]taskqueue.Queue{
@@ -145,7 +146,7 @@ func encodeEntry(index int, e taskqueue.Entry, maxError int) []byte {
 		v.Of = e.Of
 	}
 	if e.For != (taskqueue.Finished{}) {
-		v.For = &finished{Task: e.For.Task, Epoch: e.For.Epoch, Pass: e.For.Pass}
+		v.For = &finished{Task: e.For.Task, Epoch: e.For.Epoch, Pass: e.For.Pass, Ask: e.For.Ask}
 	}
 	if !e.Dispatched.IsZero() {
 		v.Dispatched = timePtr(e.Dispatched)
@@ -187,7 +188,7 @@ func decodeEntry(b []byte) (taskqueue.Entry, error) {
 	e := taskqueue.Entry{Pass: v.Pass, Queue: q, Epoch: v.Epoch, Timeouts: v.Timeouts, Seq: v.Seq, Error: v.Error, Trainer: v.Trainer, Progress: v.Progress,
 		Of: v.Of, From: v.From, To: v.To, Rank: v.Rank, Group: wire.Group{Ranks: v.Ranks, Batch: v.Batch}, Gen: v.Gen}
 	if v.For != nil {
-		e.For = taskqueue.Finished{Task: v.For.Task, Epoch: v.For.Epoch, Pass: v.For.Pass}
+		e.For = taskqueue.Finished{Task: v.For.Task, Epoch: v.For.Epoch, Pass: v.For.Pass, Ask: v.For.Ask}
 	}
 	if v.Dispatched != nil {
 		e.Dispatched = *timePtr(*v.Dispatched)

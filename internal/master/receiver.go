@@ -31,11 +31,12 @@ type TaskReport struct {
 	OnePass            bool
 	Rank, Ranks, Batch int
 	Gen                int
+	Ask                int64
 }
 
 func (t TaskReport) task() wire.Task {
 	return wire.Task{Index: t.Index, Epoch: t.Epoch, Pass: t.Pass, Error: t.Error, Trainer: wire.TrainerName(t.Trainer), Dataset: t.Dataset,
-		OnePass: t.OnePass, Rank: t.Rank, Ranks: t.Ranks, Batch: t.Batch, Gen: t.Gen}
+		OnePass: t.OnePass, Rank: t.Rank, Ranks: t.Ranks, Batch: t.Batch, Gen: t.Gen, Ask: t.Ask}
 }
 
 // CallerName names the trainer reporting, for the port (wire.Caller).

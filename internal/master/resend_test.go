@@ -54,3 +54,43 @@ func TestRetriedGetTaskGetsTheSameTask(t *testing.T) {
 		t.Fatalf("entry %+v does not name the finish it answered", e)
 	}
 }
+
+// TestRetriedAskGetsTheSameTask: a rank's GetTask that carries no finish,
+// its answer lost (the leader failed over after committing), is retried
+// with the same Ask: the new master hands the same dispatch, and a new Ask
+// the next task; without the Ask the lost task would stay pending with
+// the rank for ever (a rank's dispatch has no deadline).
+func TestRetriedAskGetsTheSameTask(t *testing.T) {
+	pattern := writeDataset(t, t.TempDir(), 1, 6)
+	store := NewMemoryStore()
+	cfg := Config{ChunksPerTask: 1, Store: store}
+	s, _ := newService(t, cfg)
+	if err := s.ReportDataset(ctx, []string{pattern}); err != nil {
+		t.Fatal(err)
+	}
+	ask := wire.Task{Trainer: "rank-0", Rank: 0, Ranks: 2, Batch: 2, Ask: 41}
+	lost, err := s.GetTask(ctx, ask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	r, _ := newService(t, cfg)
+	if err := r.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := r.GetTask(ctx, ask)
+	if err != nil || again.Index != lost.Index || again.Epoch != lost.Epoch {
+		t.Fatalf("the retry got %+v (%v), want task %d epoch %d again", again, err, lost.Index, lost.Epoch)
+	}
+	ask.Ask = 42
+	next, err := r.GetTask(ctx, ask)
+	if err != nil || next.Index == lost.Index {
+		t.Fatalf("a new ask got %+v (%v), want another task", next, err)
+	}
+	ask.Trainer = "rank-1"
+	ask.Rank = 1
+	ask.Ask = 41
+	if other, err := r.GetTask(ctx, ask); err != nil || other.Index == lost.Index {
+		t.Fatalf("another trainer's ask of the same number got %+v (%v)", other, err)
+	}
+}

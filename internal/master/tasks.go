@@ -49,22 +49,22 @@ func (s *datasetService) getTask(ctx context.Context, finished wire.Task) (wire.
 		return wire.Task{}, effect{}, err
 	}
 	var eff effect
-	var f taskqueue.Finished
+	f := taskqueue.Finished{Ask: finished.Ask}
+	retry := finished.Ask != 0 // a call asked before may be this one again
 	if finished.Epoch != 0 {
 		rep, feff, err := s.finish(finished)
 		if err != nil {
 			return wire.Task{}, effect{}, err
 		}
 		eff = feff
-		f = taskqueue.Finished{Task: finished.Index, Epoch: finished.Epoch, Pass: finished.Pass}
-		if rep == wire.AlreadyDone || rep == wire.StalePass {
-			if task, epoch, ok := s.q.Resend(finished.Trainer, f); ok {
-				reply := s.taskReply(task, epoch, s.q.Entry(task))
-				fields := logrus.Fields{"task": task, "epoch": epoch, "pass": reply.Pass, "trainer": finished.Trainer, "finished": finished.Index}
-				eff.events = append(eff.events, limitedLine(logrus.InfoLevel, fields, "GetTask retried after its answer was lost: the same task handed again"))
-				return reply, eff, nil
-			}
-		}
+		f = taskqueue.Finished{Task: finished.Index, Epoch: finished.Epoch, Pass: finished.Pass, Ask: finished.Ask}
+		retry = rep == wire.AlreadyDone || rep == wire.StalePass
+	}
+	if task, epoch, ok := s.q.Resend(finished.Trainer, f); retry && ok {
+		reply := s.taskReply(task, epoch, s.q.Entry(task))
+		fields := logrus.Fields{"task": task, "epoch": epoch, "pass": reply.Pass, "trainer": finished.Trainer, "finished": finished.Index, "ask": finished.Ask}
+		eff.events = append(eff.events, limitedLine(logrus.InfoLevel, fields, "GetTask retried after its answer was lost: the same task handed again"))
+		return reply, eff, nil
 	}
 	if finished.OnePass && !s.q.AllDone() && s.q.Pass() != finished.Pass {
 		// The finish carried, if any, is still committed. A pass not

@@ -15,10 +15,20 @@ package taskqueue
 // task and epoch, as if the answer had arrived. A trainer only ever sends
 // a finish again to retry, so this is never a second dispatch of a task
 // it has.
+//
+// A GetTask that carries no finish (a trainer reading ahead, a rank's
+// first of a pass) is told from another by its Ask (wire.Task.Ask), a
+// number the trainer gives each of its GetTasks and sends again with a
+// retry: the dispatch keeps it, and a GetTask from the same trainer with
+// the same Ask gets that dispatch again. Without it, a rank's task whose
+// answer was lost would stay pending for ever: a rank's dispatch has no
+// deadline.
 
-// Finished names a finish report: a task's dispatch in a pass.
+// Finished names what a GetTask carried: the finish of a task's dispatch
+// in a pass, and the trainer's number of the call (Ask; 0: none).
 type Finished struct {
 	Task, Epoch, Pass int
+	Ask               int64
 }
 
 // resends owns Entry.For: the finish each pending dispatch answered.

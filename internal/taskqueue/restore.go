@@ -177,7 +177,8 @@ func CheckRecord(r Record, numTasks int) error {
 		return bad("progress %d in queue %v", r.Progress, r.Queue)
 	case r.Queue != Pending && r.Trainer != "":
 		return bad("trainer %q named in queue %v (only a pending task has one)", r.Trainer, r.Queue)
-	case r.For != (Finished{}) && (r.Queue != Pending || r.For.Task < 0 || r.For.Epoch < 1 || r.For.Pass < 0 || r.For.Pass > r.Pass):
+	case r.For != (Finished{}) && (r.Queue != Pending || r.For.Task < 0 || r.For.Epoch < 0 || r.For.Pass < 0 || r.For.Pass > r.Pass ||
+		(r.For.Epoch == 0 && (r.For.Task != 0 || r.For.Pass != 0 || r.For.Ask == 0))):
 		return bad("answering the finish of task %d epoch %d pass %d in queue %v", r.For.Task, r.For.Epoch, r.For.Pass, r.Queue)
 	}
 	if err := checkRank(r); err != nil {
