@@ -3,9 +3,9 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"math/rand/v2"
 	"net"
 	"net/rpc"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
