@@ -1,7 +1,9 @@
 """The contract vectors of go/wire/testdata/contract.json, which go/wire and
 go/client check the Go side against: the Python client's report codes,
-error texts, limits, shuffle and the records its records() loop yields of
-a task, checked against the same table, so that the clients cannot drift."""
+error texts, limits, shuffle, the records its records() loop yields of a
+task, and the plans of groups of ranks (shares, batch counts, batch sizes,
+passes refused), checked against the same table, so that the clients
+cannot drift."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import subprocess
 import pytest
 
 from conftest import ROOT, binary
-from trainmaster import (AllDone, Client, MasterError, NoDataset, NoTask, NotServing, PassOver, RoundRunning,
-                         Unauthorized)
+from trainmaster import (AllDone, BadGroup, Client, MasterError, NoDataset, NoTask, NotServing, PassOver,
+                         PassTooSmall, RankDone, RoundRunning, Unauthorized)
 from trainmaster import errors, recordio, wire
 from trainmaster.shuffle import shuffle
 
@@ -33,7 +35,8 @@ def test_report_codes():
 
 
 _RAISED = {"TextNoTask": NoTask, "TextAllDone": AllDone, "TextNoDataset": NoDataset, "TextNotServing": NotServing,
-           "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning, "TextPassOver": PassOver}
+           "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning, "TextPassOver": PassOver,
+           "TextRankDone": RankDone, "TextBadGroup": BadGroup, "TextPassTooSmall": PassTooSmall}
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT["texts"]))
@@ -54,9 +57,10 @@ def test_every_error_text_is_in_the_table():
 def test_limits():
     limits = CONTRACT["limits"]
     assert (wire.DEFAULT_DATASET, wire.MAX_ERROR_BYTES, wire.MAX_TRAINER_NAME_BYTES, wire.DEFAULT_PROGRESS_INTERVAL,
-            wire.MIN_PROGRESS_INTERVAL) == (
+            wire.MIN_PROGRESS_INTERVAL, wire.MAX_RANKS, wire.MAX_BATCH_SIZE) == (
         limits["DefaultDataset"], limits["MaxErrorBytes"], limits["MaxTrainerNameBytes"],
-        limits["DefaultProgressIntervalSeconds"], limits["MinProgressIntervalSeconds"])
+        limits["DefaultProgressIntervalSeconds"], limits["MinProgressIntervalSeconds"], limits["MaxRanks"],
+        limits["MaxBatchSize"])
 
 
 @pytest.mark.parametrize("vector", CONTRACT["shuffle"], ids=lambda v: f"n{v['n']}-seed{v['seed']}")
@@ -69,11 +73,72 @@ def test_get_task_argument(vector):
     c = Client("127.0.0.1:1", name="gpu7-4242")  # never connects
     sent = []
     c._call = lambda method, arg, within=None: sent.append((method, arg)) or {"Index": 0, "Epoch": 1, "Pass": 0}
-    if vector["one_pass"] is None:
+    if vector.get("group") is not None:
+        c.get_task(one_pass=vector["one_pass"], group=tuple(vector["group"]))
+    elif vector["one_pass"] is None:
         c.get_task()
     else:
         c.get_task(one_pass=vector["one_pass"])
     assert sent == [("GetTask", vector["arg"])]
+    assert set(vector["arg"]) <= set(wire.Task.__annotations__), "a field of GetTask's argument that Task lacks"
+
+
+def test_get_task_vectors_ask_as_a_rank():
+    assert any(v.get("group") for v in CONTRACT["get_task"]), "no get_task vector of a group"
+
+
+def _plan_id(v):
+    return f"{v['records']}-records-{v['ranks']}-ranks-batch-{v['batch']}"
+
+
+@pytest.mark.parametrize("vector", CONTRACT["group_plans"], ids=_plan_id)
+def test_group_plans(vector):
+    records, ranks, batch = vector["records"], vector["ranks"], vector["batch"]
+    wire.check_pass(records, ranks, batch)  # accepted
+    assert wire.group_batches(records, ranks, batch) == vector["batches"]
+    shares = [wire.group_share(records, ranks, r) for r in range(ranks)]
+    assert shares == vector["shares"] and sum(shares) == records
+    assert [wire.batch_sizes(s, vector["batches"], batch) for s in shares] == vector["sizes"]
+    for rank in range(ranks):
+        wire.check_rank(rank, ranks, batch)
+
+
+@pytest.mark.parametrize("vector", CONTRACT["group_refusals"], ids=_plan_id)
+def test_group_refusals(vector):
+    with pytest.raises(PassTooSmall, match=f"^{errors.TEXT_PASS_TOO_SMALL}: "):
+        wire.check_pass(vector["records"], vector["ranks"], vector["batch"])
+
+
+def test_the_group_vectors_are_there():
+    assert CONTRACT["group_plans"] and CONTRACT["group_refusals"]
+
+
+@pytest.mark.parametrize("rank,ranks,batch", [(3, 3, 32), (-1, 3, 32), (0, 0, 32), (0, wire.MAX_RANKS + 1, 32),
+                                              (0, 2, 0), (0, 2, wire.MAX_BATCH_SIZE + 1)])
+def test_check_rank_refuses_what_the_contract_bounds(rank, ranks, batch):
+    with pytest.raises(BadGroup, match=f"^{errors.TEXT_BAD_GROUP}: "):
+        wire.check_rank(rank, ranks, batch)
+    wire.check_rank(0, min(max(ranks, 1), wire.MAX_RANKS), min(max(batch, 1), wire.MAX_BATCH_SIZE))
+
+
+def test_batch_sizes_hold_for_every_pass_the_group_accepts():
+    """wire.BatchSizes' promise (go/wire/group_test.go): every rank's
+    batches the same in number, none empty, none over the batch size, only
+    the last two smaller, adding up to the share."""
+    for ranks in range(1, 10):
+        for batch in range(1, 10):
+            for records in range(0, 121):
+                try:
+                    wire.check_pass(records, ranks, batch)
+                except PassTooSmall:
+                    continue
+                k = wire.group_batches(records, ranks, batch)
+                for rank in range(ranks):
+                    share = wire.group_share(records, ranks, rank)
+                    sizes = wire.batch_sizes(share, k, batch)
+                    assert sizes is not None and len(sizes) == k, (records, ranks, batch, rank)
+                    assert sum(sizes) == share and all(1 <= n <= batch for n in sizes)
+                    assert all(n == batch for n in sizes[:-2]), (records, ranks, batch, rank, sizes)
 
 
 class _OneTask(Client):

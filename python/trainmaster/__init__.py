@@ -13,8 +13,11 @@ Python 3 (snappy-compressed files need Debian's python3-snappy)::
 ``Client(addr, dataset="eval")`` declares one (``declare``: RecordIO files,
 or an index-range dataset whose records it yields as indexes, which
 ``Files`` maps to the trainer's files), runs it again (``start_round``) and
-shows its progress (``dataset_status``). ``trainmaster.torch.TaskDataset`` feeds a
-PyTorch DataLoader; ``python -m trainmaster`` reads RecordIO files and runs
+shows its progress (``dataset_status``). ``Client.batches`` yields one pass in
+batches, as a rank of a group of ranks too (synchronous data-parallel
+training: every rank the same number of batches). ``trainmaster.torch.TaskDataset`` feeds a
+PyTorch DataLoader, and ``trainmaster.torch.DataLoader`` is one whose main
+process is the trainer (DDP); ``python -m trainmaster`` reads RecordIO files and runs
 a trainer that prints per-pass digests like cmd/trainer's. ``records``,
 ``TaskDataset`` and ``python -m trainmaster train`` train train by default,
 and another dataset of the job with ``dataset_name=`` (``--dataset-name``).
@@ -25,11 +28,12 @@ from __future__ import annotations
 import ssl
 from typing import Iterator, Optional, Sequence
 
+from .batches import Batches
 from .client import DEFAULT_DATASET, Client, Record
 from .digest import Digest
 from .discovery import EtcdResolver, addr_key
-from .errors import (AllDone, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, PassOver, RoundRunning,
-                     Unauthorized)
+from .errors import (AllDone, BadGroup, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, PassOver,
+                     PassTooSmall, RankDone, RoundRunning, Unauthorized)
 from .files import Files
 from .recordio import RecordIOError
 from .wire import Report
@@ -37,6 +41,7 @@ from .wire import Report
 __all__ = [
     "records", "Client", "Record", "Report", "Files", "DEFAULT_DATASET", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
     "MasterError", "NoTask", "AllDone", "PassOver", "NoDataset", "NotServing", "Unauthorized", "RoundRunning", "ConnectionLost",
+    "RankDone", "BadGroup", "PassTooSmall", "Batches",
 ]
 
 

@@ -9,21 +9,23 @@ broken connections), and stop cleanly when all passes are done.
 
 Client holds the contract's calls; the parts are in calls (the JSON-RPC
 session and its retries), pipeline and position (the records pipeline) and
-tasks (reading a task); the shapes and codes of the wire are in wire."""
+tasks (reading a task), and batches (the batches of one pass, of a rank of
+a group or not); the shapes and codes of the wire are in wire."""
 
 from __future__ import annotations
 
 import ssl
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, TypeVar, Union
 
+from .batches import Batches
 from .calls import Calls
 from .pipeline import Loop
 from .position import Record
 from .tasks import task_indexes
 from .wire import (DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL, MAX_ERROR_BYTES, MAX_TRAINER_NAME_BYTES, Dataset,
-                   Progress, ProgressReply, Task, cut_reason, trainer_name)
+                   Progress, ProgressReply, Task, check_rank, cut_reason, trainer_name)
 
-__all__ = ["Client", "Record", "DEFAULT_DATASET", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES", "task_indexes"]
+__all__ = ["Client", "Record", "Batches", "DEFAULT_DATASET", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES", "task_indexes"]
 
 _Arg = TypeVar("_Arg", Task, Progress, Dict[str, Any])
 
@@ -66,6 +68,7 @@ class Client:
         self.follows_master = progress_interval is None
         self.progress_interval = DEFAULT_PROGRESS_INTERVAL if progress_interval is None else progress_interval
         self.dataset = dataset or DEFAULT_DATASET
+        self._next_rank_pass = 0  # the pass after the last one a rank's batches() began
 
     # The contract's calls.
 
@@ -119,7 +122,7 @@ class Client:
         the job lacks shows DatasetReported False (it is not re-declared)."""
         return self._call("DatasetStatus", name or self.dataset)
 
-    def get_task(self, one_pass: Optional[int] = None) -> Task:
+    def get_task(self, one_pass: Optional[int] = None, group: Optional[Tuple[int, int, int]] = None) -> Task:
         """Takes a task of this client's dataset: a dict with Index, Epoch,
         Pass and Blocks (or, for an index-range dataset, Start and End: the
         record indexes [Start, End) it covers), and maybe From and To (the
@@ -127,10 +130,26 @@ class Client:
         cut off a straggler: wire.Task), Seed and Dataset (omitted for
         train). Raises NoTask when every task of the pass is out, AllDone
         at the end. With one_pass, a task of that pass only
-        (wire.Task.OnePass): PassOver once the master is at another."""
+        (wire.Task.OnePass): PassOver once the master is at another.
+
+        group, (rank, ranks, batch), asks as rank rank of a group of ranks
+        ranks forming batches of batch records (go/wire/group.go; needs
+        one_pass): the task then carries the rank's plan of the pass
+        (RankRecords, RankBatches, RankLeft), and may be cut at the end of
+        its share (To, or a piece). Raises RankDone once the rank was
+        handed its whole share, NoTask while the master is not at one_pass
+        yet, BadGroup or PassTooSmall (final) for a group the pass
+        cannot serve."""
         arg: Dict[str, Any] = {"Trainer": self.name}
         if one_pass is not None:
             arg.update(OnePass=True, Pass=one_pass)
+        if group is not None:
+            if one_pass is None:
+                raise ValueError("a rank asks for a task of one pass: give one_pass with group")
+            rank, ranks, batch = group
+            if rank:  # the master omits zeros, and so does go/client: Rank 0 travels as nothing
+                arg["Rank"] = rank
+            arg.update(Ranks=ranks, Batch=batch)
         return self._call("GetTask", self._named(arg, self.dataset))
 
     def task_finished(self, task: Task) -> int:
@@ -195,6 +214,63 @@ class Client:
     def _call(self, method: str, arg: Any, *, within: Optional[float] = None) -> Any:
         """Calls Master.<method> with the retries of calls.Calls."""
         return self._calls.call(method, arg, within=within)
+
+    def batches(self, batch_size: int, group: Optional[Tuple[int, int]] = None, of_pass: Optional[int] = None, *,
+                hold: bool = False) -> Batches:
+        """Yields the batches of one pass, as lists of records (bytes, or
+        the indexes, ints, of an index-range dataset's records), formed
+        across the tasks the master hands this trainer.
+
+        group, (rank, ranks), makes it rank rank of a group of ranks ranks
+        training in lockstep (DDP, go/wire/group.go): it asks for its
+        tasks as that rank, and the master hands it a fixed share of the
+        pass; it yields exactly the batches of its plan,
+        wire.batch_sizes(RankRecords, RankBatches, batch_size) from the
+        pass's first task: every rank of the group the same number of
+        batches, none empty, only the last (or last two) smaller than
+        batch_size, every record of the pass in one rank's batches once.
+        of_pass is the pass to train; for a rank, by default the master's
+        current pass (dataset_status), or, if later, the pass after the one
+        this client's last batches() trained (a rank done with its share
+        asks before the others are: the master then waits for them). Once
+        the plan is known it is the iterator's plan (Batches.plan). A rank
+        handed fewer records than
+        its share (a task failed for good) logs an error naming rank,
+        pass and counts and ends the pass with what it has: it then runs
+        fewer steps than the others. The master's final answers, BadGroup
+        and PassTooSmall, are raised. Without group, it yields batches of
+        batch_size, the last smaller, of the pass of its first task (or
+        of_pass), and ends when the pass is over at the master
+        (records(per_pass=True)); its last tasks are reported finished
+        once all their records went into batches and the master has no
+        task to give (it ends the pass only once they are).
+
+        Tasks are fetched and read one ahead (prefetch) in a background
+        thread, waiting with backoff while the master has none to give
+        ("no task available"), following the master after a failover,
+        starting and stopping each task at its From and To, in the order
+        of its Seed, as records() does. A task is reported finished once
+        every record of it was in a batch the loop has trained: the loop
+        asked for the next batch, or closed the iterator (close(), or
+        leaving a `for` over it, which closes it); records read ahead are
+        not. With hold, only the batches consumed(n) says were trained
+        count (see Batches)."""
+        if batch_size < 1:
+            raise ValueError(f"batch size {batch_size}: want 1 or more")
+        ranked: Optional[Tuple[int, int, int]] = None
+        if group is not None:
+            rank, ranks = group
+            check_rank(rank, ranks, batch_size)
+            ranked = (rank, ranks, batch_size)
+            if of_pass is None:
+                of_pass = max(self.dataset_status().get("Pass", 0), self._next_rank_pass)
+        loop = Loop(self, self._calls.backoff, per_pass=True, of_pass=of_pass, group=ranked, marks=True)
+        return Batches(loop, batch_size, group=group, of_pass=of_pass, hold=hold, on_begin=self._rank_began)
+
+    def _rank_began(self, p: int) -> None:
+        """A rank's batches() got the first task of pass p: its next
+        batches() trains a later pass."""
+        self._next_rank_pass = max(self._next_rank_pass, p + 1)
 
     def records(self, *, finish_when_read: bool = False, per_pass: bool = False,
                 of_pass: Optional[int] = None) -> Iterator[Record]:

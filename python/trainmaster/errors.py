@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "MasterError", "NoTask", "AllDone", "PassOver", "NoDataset", "NotServing", "Unauthorized", "RoundRunning",
-    "ConnectionLost", "from_text",
+    "RankDone", "BadGroup", "PassTooSmall", "ConnectionLost", "from_text",
 ]
 
 # The error texts of the wire contract (wire.Text*, doc/protocol.md); stable:
@@ -16,6 +16,10 @@ TEXT_NOT_SERVING = "master is not serving"
 TEXT_UNAUTHORIZED = "not authenticated"
 TEXT_ROUND_RUNNING = "round still running"
 TEXT_PASS_OVER = "pass over"
+# Groups of ranks (go/wire/group.go).
+TEXT_RANK_DONE = "rank done"
+TEXT_BAD_GROUP = "bad group"
+TEXT_PASS_TOO_SMALL = "pass too small for the group"
 
 
 class MasterError(Exception):
@@ -55,6 +59,26 @@ class RoundRunning(MasterError):
     is not over: ask again once it is."""
 
 
+class RankDone(MasterError):
+    """The rank asking (a GetTask of a group of ranks) has been handed its
+    whole share of the pass: it has no more tasks in it. Its next pass
+    waits ("no task available") until this one is over."""
+
+
+class BadGroup(MasterError):
+    """The group a rank names disagrees with the group training the pass
+    (its size or batch size), the rank is out of range, or a trainer
+    outside the group asks while a group trains the pass (or the reverse):
+    final, the message names both sides."""
+
+
+class PassTooSmall(MasterError):
+    """The pass has too few records to give every rank of the group the
+    same number of non-empty batches (fewer records than ranks, or batch
+    size 1 with shares that differ): final, the message names the
+    numbers."""
+
+
 class ConnectionLost(Exception):
     """The connection to the master failed: the call is retried elsewhere."""
 
@@ -64,6 +88,7 @@ def from_text(text: str) -> MasterError:
     when the text contains its contract text, as go/wire.Is does (the master
     wraps the contract's errors with its reasons)."""
     for cls, known in ((NotServing, TEXT_NOT_SERVING), (Unauthorized, TEXT_UNAUTHORIZED),
+                       (BadGroup, TEXT_BAD_GROUP), (PassTooSmall, TEXT_PASS_TOO_SMALL), (RankDone, TEXT_RANK_DONE),
                        (AllDone, TEXT_ALL_DONE), (NoTask, TEXT_NO_TASK), (NoDataset, TEXT_NO_DATASET),
                        (RoundRunning, TEXT_ROUND_RUNNING), (PassOver, TEXT_PASS_OVER)):
         if known in text:

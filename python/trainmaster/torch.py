@@ -1,6 +1,10 @@
-"""A PyTorch IterableDataset over the master's tasks, one pass per
-iteration: `for epoch in range(passes): for batch in loader:` trains pass
-`epoch` in each epoch.
+"""PyTorch over the master's tasks, one pass per iteration: `for epoch in
+range(passes): for batch in loader:` trains pass `epoch` in each epoch.
+Two loaders (doc/pytorch.md compares them): TaskDataset, an
+IterableDataset under torch's own DataLoader, each worker a trainer of its
+own; and DataLoader, whose main process is the trainer (one per rank of a
+DDP group), forming the batches itself, its workers only transforming and
+collating records: the loader for synchronous data-parallel training.
 
 With a DataLoader and num_workers > 1, each worker process is a trainer of
 its own (its own connection, its own tasks): the master hands each task of a
@@ -26,16 +30,26 @@ index to a file and a record in it)::
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
-
+import collections
+import logging
 import multiprocessing
+import multiprocessing.connection
+import re
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+import torch.distributed
 import torch.utils.data
+import torch.utils.data.dataloader
+from torch.utils.data._utils import signal_handling
 
+from .batches import Batches
 from .client import DEFAULT_DATASET, Client
 from .discovery import EtcdResolver
+from .wire import trainer_name
 
-__all__ = ["TaskDataset"]
+__all__ = ["TaskDataset", "DataLoader"]
+
+log = logging.getLogger("trainmaster")
 
 
 class TaskDataset(torch.utils.data.IterableDataset):
@@ -136,3 +150,301 @@ class TaskDataset(torch.utils.data.IterableDataset):
 # The places in TaskDataset._passes, and the bits of a base seed kept.
 _SEED, _COUNT, _PASS, _NEXT = range(4)
 _SEED_MASK = (1 << 62) - 1
+
+
+# What torch's DataLoader raises in the main process when one of its
+# workers died: "DataLoader worker (pid(s) 123, 456) exited unexpectedly"
+# (its check of the workers while it waits for a batch), or "DataLoader
+# worker (pid 123) is killed by signal: Killed." (its SIGCHLD handler).
+_WORKER_DIED = re.compile(r"DataLoader worker \(pids?(?:\(s\))? ([\d, ]+)\)")
+
+# How long an error of torch's iterator that does not say a worker died
+# waits for one to exit, in seconds: a worker killed while it sent a batch
+# breaks that batch's transfer (the main process cannot fetch its tensors)
+# before it is seen dead.
+DEATH_WAIT = 2.0
+
+# Backoff of a rank's client while the master has no task for it (the next
+# pass waits for the other ranks' last finishes): short, so that an epoch
+# starts soon after the pass does.
+_MIN_BACKOFF, _MAX_BACKOFF = 0.05, 1.0
+
+# What DataLoader forms itself: torch's DataLoader must not be given them.
+_OURS = frozenset({"batch_size", "shuffle", "sampler", "batch_sampler", "drop_last"})
+
+
+class DataLoader:
+    """A data loader whose main process is the trainer: it fetches tasks
+    from the master and forms the batches (Client.batches), while torch's
+    DataLoader workers only apply dataset.transform to each record and
+    collate the batch. Each `for batch in loader:` is one pass (epoch): the
+    first the pass current at the master (dataset_status), then the next,
+    and so on; one begun once every pass is done yields nothing.
+
+    Under torch.distributed (is_initialized(), or group=(rank, ranks)
+    given), the process is rank rank of a group of ranks ranks (DDP): the
+    master hands it a fixed share of each pass, and it yields exactly the
+    batches of its plan, so that every rank runs the same number of steps
+    in every pass (no join() needed, and join() works too), every record
+    of the pass is in exactly one batch of one rank, no batch is empty and
+    only a rank's last batch (or last two: its plan's B-1, 1) is smaller
+    than batch_size. loader.plan is the plan of the pass being trained,
+    once its first task came: a dict of pass, rank, ranks, share (records
+    of the rank), batches (K, the same for every rank), batch_size and
+    batch_sizes (doc/pytorch.md). Without a group, it trains each pass
+    alone: batches of batch_size, the last smaller, and plan is None.
+
+    The master is the dataset's (TaskDataset: addr or endpoints, token,
+    dataset, dataset_name, name, prefetch); each rank is one trainer,
+    named f"{dataset.name or hostname-pid-xxxx}-rank{rank}". A task is
+    reported finished once every record of it was in a batch the loop
+    received and the loop asked for the next (or left the pass): batches
+    formed ahead for torch's prefetching are not trained yet (without a
+    group, a pass's last tasks are reported finished once all their
+    records went into batches and the master has no task to give: it ends
+    the pass only once they are). One iteration at a time.
+
+    num_workers, collate_fn and torch's other DataLoader arguments
+    (pin_memory, timeout, worker_init_fn, multiprocessing_context,
+    prefetch_factor, persistent_workers, ...) are torch's; batch_size is
+    the batches' size; sampler, batch_sampler, shuffle and drop_last are
+    refused (the master orders the records: its -shuffle-seed).
+
+    A worker that dies (killed, out of memory) costs a pause, nothing
+    else: torch notices it (its check of the workers while it waits for a
+    batch, within 5 s; its SIGCHLD handler, which would raise in the middle
+    of a training step, is kept off for these workers), and the loader
+    logs a warning, starts new workers (all of them: the rank's other
+    workers are restarted too), and has them make first the batches
+    already formed and not delivered, in order: no record is lost or
+    delivered twice. worker_pids are the pids of the current workers."""
+
+    def __init__(self, dataset: TaskDataset, batch_size: int, *, num_workers: int = 0,
+                 group: Optional[Tuple[int, int]] = None, collate_fn: Optional[Callable[[List[Any]], Any]] = None,
+                 **kwargs: Any) -> None:
+        if not isinstance(dataset, TaskDataset):
+            raise TypeError(f"dataset is a TaskDataset, not {type(dataset).__name__}")
+        refused = _OURS & set(kwargs)
+        if refused:
+            raise TypeError(f"DataLoader forms the batches itself: {', '.join(sorted(refused))} is not an argument")
+        if batch_size < 1:
+            raise ValueError(f"batch size {batch_size}: want 1 or more")
+        _check_torch()
+        self.dataset, self.batch_size, self.num_workers = dataset, batch_size, num_workers
+        self._group = tuple(group) if group is not None else None
+        self._feed = _Feed()
+        if collate_fn is not None:
+            kwargs["collate_fn"] = collate_fn
+        self._torch = _Loader(_Transformed(dataset.transform), batch_sampler=self._feed, num_workers=num_workers,
+                              **kwargs)
+        self._client: Optional[Client] = None
+        self._next_pass: Optional[int] = None
+        self._batches: Optional[Batches] = None
+        self._iterator: Any = None
+        self.pass_: Optional[int] = None  # the pass of the current (or last) iteration
+
+    @property
+    def group(self) -> Optional[Tuple[int, int]]:
+        """(rank, ranks): given, or torch.distributed's when initialized;
+        None outside any group."""
+        if self._group is None and torch.distributed.is_available() and torch.distributed.is_initialized():
+            self._group = (torch.distributed.get_rank(), torch.distributed.get_world_size())
+        return self._group  # type: ignore[return-value]
+
+    @property
+    def plan(self) -> Optional[Dict[str, Any]]:
+        """The rank's plan of the pass being trained (see the class); None
+        before its first task, and outside a group."""
+        return self._batches.plan if self._batches is not None else None
+
+    @property
+    def worker_pids(self) -> List[int]:
+        """The pids of the current iteration's DataLoader workers."""
+        it = self._iterator if self._iterator is not None else self._torch._iterator
+        workers = getattr(it, "_workers", None) or []
+        return [w.pid for w in workers]
+
+    @property
+    def client(self) -> Client:
+        """The trainer's client (made at the first iteration)."""
+        if self._client is None:
+            d, group = self.dataset, self.group
+            resolver = d.addr if d.addr is not None else EtcdResolver(d.endpoints, d.namespace)
+            name = d.name or trainer_name()
+            if group is not None:
+                name = f"{name}-rank{group[0]}"
+            self._client = Client(resolver, token=d.token, prefetch=d.prefetch, name=name, dataset=d.dataset_name,
+                                  min_backoff=_MIN_BACKOFF, max_backoff=_MAX_BACKOFF)
+            if d.dataset:
+                self._client.report_dataset(d.dataset)
+        return self._client
+
+    def close(self) -> None:
+        """Stops the workers of persistent_workers and drops the connection."""
+        _shutdown(self._iterator)
+        _shutdown(self._torch._iterator)
+        self._iterator = None
+        self._torch._iterator = None
+        if self._client is not None:
+            self._client.close()
+
+    def __iter__(self) -> Iterator[Any]:
+        client, group = self.client, self.group
+        p = self._next_pass if self._next_pass is not None else client.dataset_status().get("Pass", 0)
+        self.pass_ = p
+        batches = client.batches(self.batch_size, group=group, of_pass=p, hold=True)
+        self._batches = batches
+        self._feed.start(batches)
+        delivered = 0
+        try:
+            while True:
+                try:
+                    if self._iterator is None:
+                        self._iterator = self._new_iterator()
+                    batch = next(self._iterator)
+                except StopIteration:
+                    break
+                except Exception as e:  # noqa: BLE001 (a worker died, or raised)
+                    pids = self._dead_workers(e)
+                    if not pids:
+                        raise
+                    self._restart(pids, p)
+                    continue
+                self._feed.delivered()
+                delivered += 1
+                yield batch
+                batches.consumed(delivered)  # the loop asks for the next: this one was trained
+        finally:
+            batches.consumed(delivered)
+            if not self._torch.persistent_workers:
+                _shutdown(self._iterator)
+            self._iterator = None
+            batches.close()
+            self._next_pass = p + 1
+
+    def _new_iterator(self) -> Any:
+        """torch's iterator of this pass: new workers, or, with
+        persistent_workers, the last pass's again."""
+        return iter(self._torch)
+
+    def _dead_workers(self, e: Exception) -> str:
+        """The pids of the workers that died, if that is what e says: torch's
+        RuntimeError naming them, or another error of the iterator (a batch
+        a worker killed in the middle of sending it, whose tensors torch
+        then cannot fetch from it: ConnectionResetError) while a worker has
+        exited or exits within DEATH_WAIT seconds. Empty for any other
+        error (raised in a worker by the transform, or by the master)."""
+        if self.num_workers == 0 or self._iterator is None:
+            return ""
+        died = _WORKER_DIED.search(str(e))
+        if died is not None:
+            return died.group(1).strip()
+        workers = list(getattr(self._iterator, "_workers", None) or [])
+        if not workers:
+            return ""
+        exited = multiprocessing.connection.wait([w.sentinel for w in workers], timeout=DEATH_WAIT)
+        return ", ".join(str(w.pid) for w in workers if w.sentinel in exited)
+
+    def _restart(self, pids: str, p: int) -> None:
+        """Drops the iterator whose worker died, and has the next one make
+        first the batches formed and not delivered."""
+        n = self._feed.replay()
+        log.warning("trainmaster: DataLoader worker(s) %s died in pass %d; starting new workers and replaying the %d "
+                    "batch(es) they had taken and not delivered: none is lost or delivered twice", pids.strip(), p, n)
+        _shutdown(self._iterator)
+        self._iterator = None
+        self._torch._iterator = None  # persistent workers too: new ones
+
+
+class _Transformed(torch.utils.data.Dataset):
+    """The map-style dataset torch's workers read: a record (bytes, or an
+    index of an index-range dataset) is its own key, and its item is
+    transform(record)."""
+
+    def __init__(self, transform: Optional[Callable[[Union[bytes, int]], Any]]) -> None:
+        self.transform = transform
+
+    def __getitem__(self, record: Union[bytes, int]) -> Any:
+        return self.transform(record) if self.transform is not None else record
+
+
+class _Feed:
+    """The batch sampler of torch's DataLoader: the batches the main
+    process forms (Batches), those formed and not delivered yet replayed
+    first after a worker died. Delivery is in order: torch's DataLoader
+    yields batches in its sampler's order."""
+
+    def __init__(self) -> None:
+        self._batches: Optional[Batches] = None
+        self._formed: Deque[List[Any]] = collections.deque()  # handed to torch, not delivered yet
+        self._replay: Deque[List[Any]] = collections.deque()
+
+    def start(self, batches: Batches) -> None:
+        self._batches = batches
+        self._formed.clear()
+        self._replay.clear()
+
+    def delivered(self) -> None:
+        self._formed.popleft()
+
+    def replay(self) -> int:
+        """Has the next iteration replay the batches formed and not
+        delivered; returns how many."""
+        self._replay = collections.deque(self._formed)
+        return len(self._replay)
+
+    def __iter__(self) -> Iterator[List[Any]]:
+        replay = self._replay
+        while replay:
+            yield replay.popleft()
+        if self._batches is None:
+            return
+        for batch in self._batches:
+            self._formed.append(batch)
+            yield batch
+
+
+def _check_torch() -> None:
+    """The private parts of torch's DataLoader this module relies on, to
+    keep the SIGCHLD handler off: a torch without them is refused clearly
+    (python/tests test them)."""
+    it = torch.utils.data.dataloader._MultiProcessingDataLoaderIter
+    missing = [name for name, there in (("signal_handling._remove_worker_pids", hasattr(signal_handling, "_remove_worker_pids")),
+                                        ("_MultiProcessingDataLoaderIter._reset", hasattr(it, "_reset")),
+                                        ("_MultiProcessingDataLoaderIter._shutdown_workers", hasattr(it, "_shutdown_workers")))
+               if not there]
+    if missing:
+        raise RuntimeError(f"trainmaster.torch.DataLoader: this torch ({torch.__version__}) lacks {', '.join(missing)}, "
+                           "which it needs to keep torch's SIGCHLD handler off for its workers")
+
+
+class _Iterator(torch.utils.data.dataloader._MultiProcessingDataLoaderIter):  # type: ignore[misc]
+    """torch's iterator over workers, without its SIGCHLD handler for them:
+    that handler raises in the main thread, wherever it is (in the middle
+    of a training step), when a worker dies; torch's check of the workers
+    while it waits for a batch raises in __next__ instead, where DataLoader
+    replays. The workers' pids are unregistered before the first batch is
+    asked for (__init__ registers them, then calls _reset)."""
+
+    def _reset(self, loader: Any, first_iter: bool = False) -> None:
+        if getattr(self, "_worker_pids_set", False):
+            signal_handling._remove_worker_pids(id(self))
+            self._worker_pids_set = False
+        super()._reset(loader, first_iter)
+
+
+class _Loader(torch.utils.data.DataLoader):
+    """torch's DataLoader, its iterator over workers _Iterator."""
+
+    def _get_iterator(self) -> Any:
+        if self.num_workers == 0:
+            return super()._get_iterator()
+        self.check_worker_number_rationality()
+        return _Iterator(self)
+
+
+def _shutdown(iterator: Any) -> None:
+    """Stops the workers of a torch iterator, if it has any."""
+    stop = getattr(iterator, "_shutdown_workers", None)
+    if stop is not None:
+        stop()

@@ -13,9 +13,12 @@ import random
 import socket
 from typing import List, NotRequired, Optional, Required, TypedDict
 
+from .errors import BadGroup, PassTooSmall
+
 __all__ = [
     "Report", "NOT_OURS", "HEARD", "Block", "Task", "Progress", "ProgressReply", "Dataset", "DEFAULT_DATASET", "MAX_ERROR_BYTES",
     "MAX_TRAINER_NAME_BYTES", "DEFAULT_PROGRESS_INTERVAL", "MIN_PROGRESS_INTERVAL", "progress_every", "cut_reason", "trainer_name", "root",
+    "MAX_RANKS", "MAX_BATCH_SIZE", "check_rank", "group_share", "group_batches", "batch_sizes", "check_pass",
 ]
 
 # The dataset of calls that name none (wire.DefaultDataset): the one
@@ -36,6 +39,11 @@ DEFAULT_PROGRESS_INTERVAL = 10.0
 # master records, and the shortest it asks for (wire.MinProgressInterval),
 # in seconds.
 MIN_PROGRESS_INTERVAL = 1.0
+
+# The most ranks a group holds, and the most records in a rank's batch
+# (wire.MaxRanks, wire.MaxBatchSize): what a GetTask of a rank may ask for.
+MAX_RANKS = 1 << 16
+MAX_BATCH_SIZE = 1 << 20
 
 
 class Report(enum.IntEnum):
@@ -77,7 +85,15 @@ class Task(TypedDict, total=False):
     task Of; Dataset is omitted for train; ProgressMillis how often (in
     milliseconds, from the task's start) its holder is to report progress
     in it (see progress_every). The master omits every field that is
-    zero."""
+    zero.
+
+    Rank, Ranks and Batch are set by a rank of a group of ranks in GetTask's
+    argument (rank Rank of Ranks, forming batches of Batch records; the
+    master echoes them); RankRecords, RankBatches and RankLeft are, in a
+    task handed to a rank, its plan of the pass: its share of the pass's
+    records, the batches every rank forms, and what of its share is still
+    to be handed to it after this task (0, omitted: this task ends it).
+    See group_share and batch_sizes."""
 
     Index: Required[int]
     Epoch: Required[int]
@@ -94,6 +110,13 @@ class Task(TypedDict, total=False):
     Start: int
     End: int
     ProgressMillis: int
+    OnePass: bool
+    Rank: int
+    Ranks: int
+    Batch: int
+    RankRecords: int
+    RankBatches: int
+    RankLeft: int
 
 
 class Progress(TypedDict):
@@ -169,3 +192,64 @@ def progress_every(task: Task) -> float:
     if millis <= 0:
         return DEFAULT_PROGRESS_INTERVAL
     return max(millis / 1000, MIN_PROGRESS_INTERVAL)
+
+
+# Groups of ranks (go/wire/group.go): synchronous data-parallel training,
+# where every rank of a group must form the same number of batches in a
+# pass. For a pass of N records, W ranks and batch size B: rank r's share
+# is N // W, plus one for each of the first N % W ranks; every rank forms
+# K = ceil(ceil(N / W) / B) batches; a rank's batches are K-1 of B and the
+# rest, or, for a share of exactly (K-1)*B, K-2 of B then B-1 and 1.
+# go/wire/testdata/contract.json holds the plans both clients are tested
+# against (group_plans, group_refusals).
+
+
+def check_rank(rank: int, ranks: int, batch: int) -> None:
+    """Raises BadGroup when rank of a group of ranks ranks with batch size
+    batch is outside the contract's bounds (wire.Group.CheckRank)."""
+    if not 1 <= ranks <= MAX_RANKS:
+        raise BadGroup(f"bad group: a group of {ranks} ranks (want 1 to {MAX_RANKS})")
+    if not 1 <= batch <= MAX_BATCH_SIZE:
+        raise BadGroup(f"bad group: batch size {batch} (want 1 to {MAX_BATCH_SIZE})")
+    if not 0 <= rank < ranks:
+        raise BadGroup(f"bad group: rank {rank} of a group of {ranks} ranks (want 0 to {ranks - 1})")
+
+
+def group_share(records: int, ranks: int, rank: int) -> int:
+    """Rank rank's share of a pass of records records (wire.Group.Share)."""
+    return records // ranks + (1 if rank < records % ranks else 0)
+
+
+def group_batches(records: int, ranks: int, batch: int) -> int:
+    """K, the batches every rank of a group of ranks ranks with batch size
+    batch forms in a pass of records records (wire.Group.Batches)."""
+    most = -(-records // ranks)
+    return -(-most // batch)
+
+
+def check_pass(records: int, ranks: int, batch: int) -> None:
+    """Raises PassTooSmall when a pass of records records cannot give every
+    rank the same number of non-empty batches (wire.Group.CheckPass)."""
+    if records < ranks:
+        raise PassTooSmall(f"pass too small for the group: {records} records in the pass, {ranks} ranks: "
+                           "every rank needs one at least")
+    if batch == 1 and records % ranks != 0:
+        raise PassTooSmall(f"pass too small for the group: {records} records in the pass, {ranks} ranks, batch size 1: "
+                           "the shares differ, and batches of one cannot even them (give batch size 2 or more)")
+
+
+def batch_sizes(share: int, batches: int, batch: int) -> Optional[List[int]]:
+    """The sizes of the batches a rank forms of its share of a pass whose
+    ranks form batches batches each, of batch records at most
+    (wire.BatchSizes): batches-1 of batch records and the rest, or, for a
+    share of exactly (batches-1)*batch records, batches-2 full ones then
+    batch-1 and 1. None for a share no plan fits (check_pass refuses such
+    passes)."""
+    full = (batches - 1) * batch
+    if batches < 1 or batch < 1 or share > full + batch or share < full:
+        return None
+    if share > full:
+        return [batch] * (batches - 1) + [share - full]
+    if batches < 2 or batch < 2:
+        return None
+    return [batch] * (batches - 2) + [batch - 1, 1]
