@@ -64,17 +64,8 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 // loads the state has the rewound queues, ignoring the entries of the
 // generation before.
 func TestRewindThroughEtcd(t *testing.T) {
-	_, cli := etcdtest.Start(t)
-	store, _ := lead(t, cli, "/job")
-	store.maxTxnBytes = 600          // a few entries a transaction
-	ds := syntheticDataset(t, 40, 2) // 20 tasks of 20 records
-	if err := store.SaveDataset(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
-	q, err := taskqueue.New(taskqueue.Config{}, ds.NumTasks(), ds.TaskRecords)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store, ds, q := storedQueues(t, taskqueue.Config{}, 40, 2) // 20 tasks of 20 records
+	store.maxTxnBytes = 600                                       // a few entries a transaction
 	now := time.Now()
 	for range 20 {
 		task, epoch, ch, err := q.Dispatch(now, "a")

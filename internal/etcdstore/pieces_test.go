@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/dataset"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -15,17 +18,8 @@ import (
 // loads the state has the same piece, the same cut, and finishes the pass
 // with every record counted once.
 func TestPiecesSurviveARestore(t *testing.T) {
-	_, cli := etcdtest.Start(t)
-	store, _ := lead(t, cli, "/job")
-	ds := syntheticDataset(t, 30, 10) // 3 tasks of 100 records
-	if err := store.SaveDataset(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
 	cfg := taskqueue.Config{MinSamples: 1, Window: 1, Stragglers: taskqueue.StragglersSplit}
-	q, err := taskqueue.New(cfg, ds.NumTasks(), ds.TaskRecords)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli, store, ds, q := storedQueues(t, cfg, 30, 10) // 3 tasks of 100 records
 	commit := func(ch taskqueue.Change, err error) {
 		t.Helper()
 		if err != nil {
@@ -88,4 +82,22 @@ func TestPiecesSurviveARestore(t *testing.T) {
 	if !r.AllDone() {
 		t.Fatalf("pass %d after the last piece, want every pass done", r.Pass())
 	}
+}
+
+// storedQueues starts an etcd, leads a job "/job" in it, saves a dataset
+// of chunks chunks of 10 records, perTask to a task, and returns new
+// queues of it with cfg.
+func storedQueues(t *testing.T, cfg taskqueue.Config, chunks, perTask int) (*clientv3.Client, *Store, *dataset.Dataset, *taskqueue.Queues) {
+	t.Helper()
+	_, cli := etcdtest.Start(t)
+	store, _ := lead(t, cli, "/job")
+	ds := syntheticDataset(t, chunks, perTask)
+	if err := store.SaveDataset(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	q, err := taskqueue.New(cfg, ds.NumTasks(), ds.TaskRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, store, ds, q
 }

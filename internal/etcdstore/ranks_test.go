@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
-	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
 
@@ -15,18 +14,9 @@ import (
 // stored undispatched, a rank's pending entry has no deadline; a master
 // that loads the state counts the same shares and hands the rest.
 func TestRanksSurviveARestore(t *testing.T) {
-	_, cli := etcdtest.Start(t)
-	store, _ := lead(t, cli, "/job")
-	ds := syntheticDataset(t, 30, 10) // 3 tasks of 100 records
-	if err := store.SaveDataset(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
 	cfg := taskqueue.Config{}
-	q, err := taskqueue.New(cfg, ds.NumTasks(), ds.TaskRecords)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := wire.Group{Ranks: 2, Batch: 8} // shares of 150
+	cli, store, ds, q := storedQueues(t, cfg, 30, 10) // 3 tasks of 100 records
+	g := wire.Group{Ranks: 2, Batch: 8}               // shares of 150
 	now := time.Now()
 	rankTask := func(rank int) (int, *taskqueue.RankCut) {
 		t.Helper()
