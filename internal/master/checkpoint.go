@@ -89,6 +89,9 @@ func (s *Service) Checkpoint(ctx context.Context, c wire.Checkpoint) (wire.Check
 		return wire.CheckpointReply{}, err
 	}
 	c.Trainer = wire.TrainerName(c.Trainer)
+	if reply, ok := s.storedNamed(c.Name); ok {
+		return reply, nil // a retry of a call whose checkpoint was stored since
+	}
 	g, complete, err := s.report(c)
 	if err != nil {
 		return wire.CheckpointReply{}, err
@@ -102,6 +105,25 @@ func (s *Service) Checkpoint(ctx context.Context, c wire.Checkpoint) (wire.Check
 	case <-s.stopped:
 		return wire.CheckpointReply{}, wire.ErrNotServing
 	}
+}
+
+// storedNamed answers a report of a checkpoint already stored under its
+// name in the datasets' generations now, and is false for any other: a
+// trainer whose call was retried after the others' completed it would
+// otherwise open a gathering of its own, which nobody else joins.
+func (s *Service) storedNamed(name string) (wire.CheckpointReply, bool) {
+	gens := map[string]DatasetPoint{}
+	for _, d := range s.each() {
+		if gen, ok := d.generation(); ok {
+			gens[d.name] = DatasetPoint{Gen: gen}
+		}
+	}
+	s.cps.mu.Lock()
+	defer s.cps.mu.Unlock()
+	if cp, ok := s.keptNamed(name, gens); ok {
+		return s.keptReply(cp.ID), true
+	}
+	return wire.CheckpointReply{}, false
 }
 
 // report adds c to its gathering, opening it, and says whether c was the
@@ -225,18 +247,23 @@ func (s *Service) storeBatch(batch []*gathering) {
 		return
 	}
 	s.cps.mu.Lock()
-	defer s.cps.mu.Unlock()
 	s.cps.kept = append(slices.DeleteFunc(s.cps.kept, func(k DataCheckpoint) bool { return slices.Contains(drop, k.ID) }), cps...)
 	s.cps.next = next
+	replies := make([]wire.CheckpointReply, len(batch))
+	for i := range batch {
+		replies[i] = s.keptReply(ids[i])
+	}
+	s.cps.mu.Unlock()
 	for _, cp := range cps {
 		s.cfg.Log.WithFields(logrus.Fields{"checkpoint": cp.ID, "name": cp.Name, "trainers": cp.Trainers, "pinned": cp.Pinned}).
 			Infof("checkpoint %d %q stored: %s", cp.ID, cp.Name, describePoints(cp.Datasets))
+		s.cfg.Observer.CheckpointStored(cp.summary())
 	}
 	if len(drop) > 0 {
 		s.cfg.Log.WithField("dropped", drop).Infof("checkpoints dropped past the %d kept", s.cfg.CheckpointsKept)
 	}
 	for i, g := range batch {
-		g.finish(s.keptReply(ids[i]), nil)
+		g.finish(replies[i], nil)
 	}
 }
 

@@ -250,3 +250,25 @@ func waitQueued(t *testing.T, s *Service, n int) {
 	}
 	t.Fatalf("%d checkpoints never queued", n)
 }
+
+// TestACheckpointRetriedAfterItWasStored: a trainer whose call is retried
+// after the others completed and stored the checkpoint is answered its ID
+// at once, not left to gather alone.
+func TestACheckpointRetriedAfterItWasStored(t *testing.T) {
+	s, _, _ := checkpointService(t, NewMemoryStore(), &MemoryCheckpoints{}, 5)
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Checkpoint(ctx, wire.Checkpoint{Name: "step-40", Trainer: name, Trainers: 2}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	rep, err := s.Checkpoint(ctx, wire.Checkpoint{Name: "step-40", Trainer: "a", Trainers: 2})
+	if err != nil || rep.ID != 1 {
+		t.Fatalf("the retry: %+v %v", rep, err)
+	}
+}

@@ -39,6 +39,9 @@ func (s *Service) Rewind(ctx context.Context, r wire.Rewind) (wire.RewindReply, 
 		if err != nil {
 			return wire.RewindReply{}, err
 		}
+		if rewound {
+			s.cfg.Observer.Rewound(d.rewoundEvent(r.ID))
+		}
 		reply.Rewound = reply.Rewound || rewound
 		reply.Datasets = append(reply.Datasets, name)
 	}
@@ -92,6 +95,17 @@ func (s *datasetService) trained(ctx context.Context, helds [][]wire.Held) ([]Da
 		return points{ps: ps, ok: true}, effect{events: events}, nil
 	})
 	return res.ps, res.ok, err
+}
+
+// generation returns the generation of the dataset's pass state, and
+// false for a dataset not accepted yet.
+func (s *datasetService) generation() (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.q == nil {
+		return 0, false
+	}
+	return s.q.Gen().Gen, true
 }
 
 // rewind takes the dataset back to p in a new generation marked mark,
