@@ -31,6 +31,8 @@ type inspection struct {
 	queueInspection
 	// Datasets are the job's other datasets, in name order.
 	Datasets []queueInspection `json:"datasets,omitempty"`
+	// Checkpoints are the data checkpoints kept, oldest first.
+	Checkpoints []checkpointSummary `json:"checkpoints"`
 }
 
 // queueInspection is the state of one dataset.
@@ -48,9 +50,18 @@ type queueInspection struct {
 	AllDone bool           `json:"all_done,omitempty"`
 	Endless bool           `json:"endless,omitempty"`
 	Counts  map[string]int `json:"counts"`           // tasks and pieces
-	Pieces  int            `json:"pieces,omitempty"` // cut from stragglers in this pass (-stragglers)
-	Pending []taskSummary  `json:"pending"`
-	Failed  []taskSummary  `json:"failed"`
+	Pieces  int            `json:"pieces,omitempty"` // cut from stragglers, or at a group's shares, in this pass
+	// Group is the group of ranks training the pass, as its entries say;
+	// nil: none does.
+	Group *groupSummary `json:"group,omitempty"`
+	// Generation is the pass state's generation the pass key holds, with
+	// the last rewind to a data checkpoint; nil: never rewound.
+	Generation *generationSummary `json:"generation,omitempty"`
+	Pending    []taskSummary      `json:"pending"`
+	// Done lists the tasks of the pass ranks of a group finished, with
+	// their rank (JSON only: the text counts them).
+	Done   []taskSummary `json:"done,omitempty"`
+	Failed []taskSummary `json:"failed"`
 	// FailedLastPass lists the tasks discarded in the pass before, which
 	// the current one gave another chance (or, after the last pass, the
 	// tasks the job never trained on).
@@ -70,13 +81,23 @@ type datasetSummary struct {
 	Passes         int   `json:"passes,omitempty"` // a round's; 0: the master's -passes
 }
 
+// groupSummary is a group of ranks (wire.Group).
+type groupSummary struct {
+	Ranks int `json:"ranks"`
+	Batch int `json:"batch"`
+}
+
 type taskSummary struct {
 	Task     int        `json:"task"`
 	Epoch    int        `json:"epoch"`
 	Timeouts int        `json:"timeouts"`
-	Deadline *time.Time `json:"deadline,omitempty"`
-	Trainer  string     `json:"trainer,omitempty"` // pending: who holds it
+	Deadline *time.Time `json:"deadline,omitempty"` // pending: nil for a rank's, which has none
+	Trainer  string     `json:"trainer,omitempty"`  // pending: who holds it
 	Error    string     `json:"error,omitempty"`
+	// Rank and Ranks: pending or done, the rank of a group of Ranks ranks
+	// whose share the task counts for; nil outside a group.
+	Rank  *int `json:"rank,omitempty"`
+	Ranks int  `json:"ranks,omitempty"`
 	// Piece, Of, From and To: a piece of task Of, positions From to To-1
 	// of its record order; To alone: a task cut short at To.
 	Piece bool `json:"piece,omitempty"`
@@ -96,6 +117,31 @@ func (t taskSummary) name() string {
 	return fmt.Sprintf("task %d", t.Task)
 }
 
+// holder says who holds the pending task t: " held by rank-1 (rank 1 of
+// 3),", " held by node-3-4117", or nothing for a trainer without a name.
+func (t taskSummary) holder() string {
+	switch {
+	case t.Rank != nil && t.Trainer != "":
+		return fmt.Sprintf(" held by %s (rank %d of %d),", t.Trainer, *t.Rank, t.Ranks)
+	case t.Rank != nil:
+		return fmt.Sprintf(" held by rank %d of %d,", *t.Rank, t.Ranks)
+	case t.Trainer != "":
+		return " held by " + t.Trainer
+	}
+	return ""
+}
+
+// deadline says when the pending task t times out.
+func (t taskSummary) deadline() string {
+	switch {
+	case t.Deadline != nil:
+		return "deadline " + t.Deadline.Local().Format(time.RFC3339)
+	case t.Rank != nil:
+		return "no deadline (a rank's)"
+	}
+	return "no deadline"
+}
+
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var opts etcdconn.Options
 	fs := flag.NewFlagSetWithEnvPrefix("master inspect", "MASTER", flag.ContinueOnError)
@@ -105,6 +151,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dataDir := fs.String("data-dir", "./master-data", "`directory` of an embedded etcd, whose endpoint file is used when -endpoints is not given")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	passes := fs.Int("passes", 0, "the master's -passes (also MASTER_PASSES), to tell whether a dataset without passes of its own has done them all; 0: unknown")
+	checkpoint := fs.Int64("checkpoint", 0, "print the data checkpoint of this `ID` in full, and nothing else")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -135,6 +182,14 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	catalog := etcdstore.NewCatalog(etcdstore.Config{Client: cli, Namespace: *namespace})
+	kept, err := catalog.LoadCheckpoints(ctx)
+	if err != nil {
+		return err
+	}
+	if *checkpoint != 0 {
+		return printCheckpoint(stdout, kept, *checkpoint, *asJSON)
+	}
+	in.Checkpoints = summariseCheckpoints(kept)
 	names, err := catalog.Names(ctx)
 	if err != nil {
 		return err
@@ -174,6 +229,7 @@ func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, 
 		Tasks: ds.NumTasks(), ChunksPerTask: ds.ChunksPerTask, Records: ds.NumRecords(), ShuffleSeed: ds.ShuffleSeed,
 		RecordsPerTask: ds.RecordsPerTask, Passes: ds.Passes}
 	q.Round, q.Endless = snap.Round, ds.Endless
+	q.Generation = generationOf(snap.Gen)
 	if perRound := cmp.Or(ds.Passes, masterPasses); perRound > 0 && !ds.Endless {
 		q.Passes = perRound * (snap.Round + 1)
 	}
@@ -181,8 +237,9 @@ func (q *queueInspection) load(ctx context.Context, catalog *etcdstore.Catalog, 
 }
 
 // summarise counts the queues of the current pass and lists pending and
-// failed tasks; a task without an entry of this pass is in Todo, unless
-// every pass is done (in.Passes known and reached): then there is none.
+// failed tasks; a task without an entry of this pass (and of the pass
+// state's generation, in.Generation) is in Todo, unless every pass is
+// done (in.Passes known and reached): then there is none.
 func (in *queueInspection) summarise(pass, tasks int, records iter.Seq2[taskqueue.Record, error]) error {
 	in.Pass = pass
 	in.AllDone = in.Passes > 0 && pass >= in.Passes
@@ -193,34 +250,56 @@ func (in *queueInspection) summarise(pass, tasks int, records iter.Seq2[taskqueu
 		if err != nil {
 			return err
 		}
-		if r.Pass == pass-1 && r.Queue == taskqueue.Failed {
+		if r.Pass == pass-1 && r.Queue == taskqueue.Failed && in.lastPassGen(r.Gen) {
 			in.FailedLastPass = append(in.FailedLastPass, taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error,
 				Piece: r.Index >= tasks, Of: r.Of, From: r.From, To: r.To})
 		}
-		if r.Pass != pass {
-			continue
+		if r.Pass != pass || r.Gen != in.gen() {
+			continue // another pass's, or another generation's: ignored as a master does
 		}
-		t := taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error, To: r.To}
-		if r.Index >= tasks {
-			t.Piece, t.Of, t.From = true, r.Of, r.From
-			in.Pieces++
-		} else {
-			in.Counts["todo"]-- // it was counted untouched
-		}
+		t := in.current(r, tasks)
 		in.Counts[r.Queue.String()]++
-		switch r.Queue {
-		case taskqueue.Pending:
-			d := r.Deadline
-			t.Deadline, t.Trainer = &d, r.Trainer
+		switch {
+		case r.Queue == taskqueue.Pending:
 			in.Pending = append(in.Pending, t)
-		case taskqueue.Failed:
+		case r.Queue == taskqueue.Failed:
 			in.Failed = append(in.Failed, t)
+		case t.Rank != nil:
+			in.Done = append(in.Done, t)
 		}
 	}
 	sortTasks(in.Pending)
+	sortTasks(in.Done)
 	sortTasks(in.Failed)
 	sortTasks(in.FailedLastPass)
 	return nil
+}
+
+// current summarises r, an entry of the current pass of a dataset of
+// tasks tasks, and notes its piece and its group.
+func (in *queueInspection) current(r taskqueue.Record, tasks int) taskSummary {
+	t := taskSummary{Task: r.Index, Epoch: r.Epoch, Timeouts: r.Timeouts, Error: r.Error, To: r.To}
+	if r.Index >= tasks {
+		t.Piece, t.Of, t.From = true, r.Of, r.From
+		in.Pieces++
+	} else {
+		in.Counts["todo"]-- // it was counted untouched
+	}
+	if r.Queue == taskqueue.Pending {
+		t.Trainer = r.Trainer
+		if !r.Deadline.IsZero() {
+			d := r.Deadline
+			t.Deadline = &d
+		}
+	}
+	if g := r.Group; g.Ranks > 0 {
+		rank := r.Rank
+		t.Rank, t.Ranks = &rank, g.Ranks
+		if in.Group == nil {
+			in.Group = &groupSummary{Ranks: g.Ranks, Batch: g.Batch}
+		}
+	}
+	return t
 }
 
 func sortTasks(ts []taskSummary) {
@@ -253,6 +332,8 @@ func (in inspection) print(w io.Writer) {
 		fmt.Fprintf(w, "\n%s\n", q.Name)
 		q.print(w)
 	}
+	fmt.Fprintln(w)
+	printCheckpoints(w, in.Checkpoints)
 }
 
 func (in queueInspection) print(w io.Writer) {
@@ -290,17 +371,26 @@ func (in queueInspection) print(w io.Writer) {
 		fmt.Fprintf(w, "pass:       %d%s\n", in.Pass, end)
 		pieces := ""
 		if in.Pieces > 0 {
-			pieces = fmt.Sprintf(" (%d tasks and %d pieces cut from stragglers)", d.Tasks, in.Pieces)
+			cut := "from stragglers"
+			if in.Group != nil {
+				cut = "at the ranks' shares"
+			}
+			if g := in.Generation; g != nil && g.Pass == in.Pass {
+				cut = "at the rewind or " + cut
+			}
+			pieces = fmt.Sprintf(" (%d tasks and %d pieces cut %s)", d.Tasks, in.Pieces, cut)
 		}
 		fmt.Fprintf(w, "queues:     todo %d, pending %d, done %d, failed %d%s\n",
 			in.Counts["todo"], in.Counts["pending"], in.Counts["done"], in.Counts["failed"], pieces)
 	}
+	if g := in.Group; g != nil {
+		fmt.Fprintf(w, "group:      %d ranks, batch %d\n", g.Ranks, g.Batch)
+	}
+	if g := in.Generation; g != nil {
+		fmt.Fprintf(w, "rewound:    %s\n", g.text())
+	}
 	for _, t := range in.Pending {
-		held := ""
-		if t.Trainer != "" {
-			held = " held by " + t.Trainer
-		}
-		fmt.Fprintf(w, "pending:    %s epoch %d%s deadline %s (timeouts %d)\n", t.name(), t.Epoch, held, t.Deadline.Local().Format(time.RFC3339), t.Timeouts)
+		fmt.Fprintf(w, "pending:    %s epoch %d%s %s (timeouts %d)\n", t.name(), t.Epoch, t.holder(), t.deadline(), t.Timeouts)
 	}
 	for _, t := range in.Failed {
 		fmt.Fprintf(w, "failed:     %s after %d timeouts or failures: %s\n", t.name(), t.Timeouts, t.Error)

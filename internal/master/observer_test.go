@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -54,6 +55,13 @@ func (r *recordingObserver) Committed(_ time.Duration, _ int, err error) {
 	if errors.Is(err, ErrLeadershipLost) {
 		r.lost++
 	}
+}
+
+func (r *recordingObserver) CheckpointStored(cp CheckpointSummary) {
+	r.add("checkpoint %d %q stored by %d trainers pinned %v", cp.ID, cp.Name, cp.Trainers, cp.Pinned)
+}
+func (r *recordingObserver) Rewound(ev RewindEvent) {
+	r.add("rewound %s to checkpoint %d: generation %d pass %d left %d mark %q", ev.Dataset, ev.Checkpoint, ev.Gen.Gen, ev.Gen.Pass, ev.Gen.Left, ev.Gen.Mark)
 }
 
 func (r *recordingObserver) take() []string {
@@ -177,5 +185,110 @@ func TestNoDatasetNoTrainer(t *testing.T) {
 	}
 	if got := obs.take(); len(got) == 0 || got[0] != "called honest" {
 		t.Errorf("a call of the reported dataset: told %q", got)
+	}
+}
+
+// TestObserverIsToldCheckpointsAndRewinds: the Observer hears of each
+// data checkpoint once it is stored (not of a retry answered its ID), and
+// of each dataset rewound once the rewind is durable, with its new
+// generation (not of the second call of the same restart). Checkpoints
+// and JobState show the checkpoints kept and the last rewind, and so does
+// a new service of the same stores, as after a failover.
+func TestObserverIsToldCheckpointsAndRewinds(t *testing.T) {
+	obs := &recordingObserver{}
+	store, cps := NewMemoryStore(), &MemoryCheckpoints{}
+	cfg := Config{ChunksPerTask: 1, Store: store, Checkpoints: cps, CheckpointsKept: 2, CheckpointWait: time.Minute,
+		Queue: taskqueue.Config{Passes: 2}, Observer: obs}
+	s, clock := newService(t, cfg)
+	if err := s.ReportDataset(ctx, []string{writeDataset(t, t.TempDir(), 1, 4)}); err != nil { // 4 tasks of 3 records
+		t.Fatal(err)
+	}
+	if got := s.Checkpoints(); got.Last != nil || got.Kept != nil {
+		t.Fatalf("checkpoints before any: %+v", got)
+	}
+	a, err := s.GetTask(ctx, wire.Task{Trainer: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TaskFinished(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	obs.take()
+	for i, name := range []string{"step-1", "step-1", "step-2", "step-3", "step-4"} {
+		clock.Advance(time.Second)
+		rep, err := s.Checkpoint(ctx, wire.Checkpoint{Name: name, Trainer: "a", Trainers: 1, Pin: i == 0})
+		if err != nil || rep.ID != int64(max(i, 1)) {
+			t.Fatalf("checkpoint %q: %+v, %v", name, rep, err)
+		}
+	}
+	want := []string{`checkpoint 1 "step-1" stored by 1 trainers pinned true`, `checkpoint 2 "step-2" stored by 1 trainers pinned false`,
+		`checkpoint 3 "step-3" stored by 1 trainers pinned false`, `checkpoint 4 "step-4" stored by 1 trainers pinned false`}
+	if got := obs.take(); !slices.Equal(got, want) {
+		t.Errorf("told\n%q\nwant\n%q", got, want)
+	}
+	wantKept := CheckpointsState{Last: &CheckpointSummary{ID: 4, Name: "step-4", Time: time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC), Trainers: 1},
+		Kept: []int64{1, 3, 4}, Pinned: []int64{1}}
+	if got := s.Checkpoints(); !reflect.DeepEqual(got, wantKept) {
+		t.Errorf("kept %+v %+v, want %+v %+v", got, got.Last, wantKept, wantKept.Last)
+	}
+
+	for i := range 2 { // two ranks of restart r1: one rewinds
+		rep, err := s.Rewind(ctx, wire.Rewind{ID: 1, Restart: "r1"})
+		if err != nil || rep.Rewound != (i == 0) {
+			t.Fatalf("rewind %d: %+v, %v", i, rep, err)
+		}
+	}
+	j, _ := s.Job()
+	wantGen := taskqueue.Generation{Gen: int(clock.Now().UnixMilli()), Pass: 0, Left: 9, Mark: "checkpoint 1, restart r1"}
+	if j.Gen != wantGen {
+		t.Errorf("the job's generation %+v, want %+v", j.Gen, wantGen)
+	}
+	want = []string{fmt.Sprintf(`rewound train to checkpoint 1: generation %d pass 0 left 9 mark "checkpoint 1, restart r1"`, wantGen.Gen)}
+	if got := obs.take(); !slices.Equal(got, want) {
+		t.Errorf("told\n%q\nwant\n%q", got, want)
+	}
+	if id, restart, ok := RewindMark(j.Gen.Mark); id != 1 || restart != "r1" || !ok {
+		t.Errorf("RewindMark(%q) = %d %q %v", j.Gen.Mark, id, restart, ok)
+	}
+
+	s.Close()
+	if got := s.Checkpoints(); got.Last != nil {
+		t.Errorf("a closed service shows checkpoints: %+v", got)
+	}
+	cfg.Observer = &recordingObserver{}
+	r, _ := newService(t, cfg)
+	if err := r.Restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Checkpoints(); !reflect.DeepEqual(got, wantKept) {
+		t.Errorf("a new service keeps %+v, want %+v", got, wantKept)
+	}
+	if j, _ := r.Job(); j.Gen != wantGen {
+		t.Errorf("a new service's generation %+v, want %+v", j.Gen, wantGen)
+	}
+}
+
+// TestRewindMark: RewindMark reads the marks rewinds write, a restart
+// named with the mark's own words too, and nothing else.
+func TestRewindMark(t *testing.T) {
+	for _, tc := range []struct {
+		mark    string
+		id      int64
+		restart string
+		ok      bool
+	}{
+		{"checkpoint 7, restart r2", 7, "r2", true},
+		{"checkpoint 12, restart a, restart b", 12, "a, restart b", true},
+		{"checkpoint 3, restart ", 3, "", true},
+		{"", 0, "", false},
+		{"checkpoint x, restart r", 0, "", false},
+		{"checkpoint 0, restart r", 0, "", false},
+		{"checkpoint 5", 0, "", false},
+		{"rewound to 5", 0, "", false},
+	} {
+		id, restart, ok := RewindMark(tc.mark)
+		if id != tc.id || restart != tc.restart || ok != tc.ok {
+			t.Errorf("RewindMark(%q) = %d %q %v, want %d %q %v", tc.mark, id, restart, ok, tc.id, tc.restart, tc.ok)
+		}
 	}
 }

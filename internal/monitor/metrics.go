@@ -71,6 +71,10 @@ var (
 	piecesDesc      = desc("trainmaster_pieces", "Pieces cut from stragglers in the current pass (counted in trainmaster_tasks beside the tasks).")
 	discardsDesc    = desc("trainmaster_discards_total", "Tasks discarded for their pass after too many timeouts and failures.")
 	rejectedDesc    = desc("trainmaster_fenced_writes_rejected_total", "Commits etcd rejected because this master no longer held the lock.")
+	checkpointsDesc = desc("trainmaster_checkpoints_total", "Data checkpoints stored (Master.Checkpoint) while this process led; a retry answered a stored one's ID is not counted.")
+	rewindsDesc     = desc("trainmaster_rewinds_total", "Datasets taken back to a data checkpoint (Master.Rewind) while this process led: each dataset of a rewind counts, once per restart.")
+	lastCheckpoint  = desc("trainmaster_checkpoint_last_id", "The ID of the newest data checkpoint kept; 0 while none is.")
+	lastCheckpointT = desc("trainmaster_checkpoint_last_timestamp_seconds", "When the newest data checkpoint kept was stored, in Unix seconds; 0 while none is.")
 	trainersDesc    = desc("trainmaster_trainers", "Trainers this master tracks (seen lately or holding a task).")
 	trainerTasks    = desc("trainmaster_trainer_tasks_total", "Tasks the trainer finished since this master first saw it.", "trainer")
 	trainerRecords  = desc("trainmaster_trainer_records_total", "Records of the tasks the trainer finished since this master first saw it.", "trainer")
@@ -102,6 +106,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	m.metrics.groupSize.Describe(ch)
 	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
 		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, relievedDesc, piecesDesc, discardsDesc, rejectedDesc,
+		checkpointsDesc, rewindsDesc, lastCheckpoint, lastCheckpointT,
 		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
 		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone} {
 		ch <- d
@@ -162,6 +167,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(relievedDesc, float64(cn.backups), "backup")
 	counter(discardsDesc, float64(cn.discards))
 	counter(rejectedDesc, float64(cn.rejected))
+	collectCheckpoints(ch, st.Checkpoints, cn, len(sets) > 0)
 	gauge(trainersDesc, float64(st.TrainersTotal))
 	for _, t := range st.Trainers {
 		counter(trainerTasks, float64(t.TasksTotal), t.Name)

@@ -94,6 +94,7 @@ type Monitor struct {
 type counts struct {
 	dispatches, finishes, records, failures, timeouts, lost, discards, rejected int64
 	splits, backups                                                             int64 // stragglers relieved
+	checkpoints, rewinds                                                        int64 // data checkpoints stored, datasets rewound
 }
 
 // meanHold is a moving mean of how long tasks are held, dispatch to finish.
@@ -127,9 +128,11 @@ func New(cfg Config) *Monitor {
 }
 
 // JobSource is what the monitor reads of the leading term's service: the
-// state of each of its datasets. master.Service implements it.
+// state of each of its datasets, and the data checkpoints it keeps.
+// master.Service implements it.
 type JobSource interface {
 	Jobs() []master.JobState
+	Checkpoints() master.CheckpointsState
 }
 
 // Lead tells the monitor that jobs is the leading service of a new term;
@@ -303,14 +306,18 @@ func (m *Monitor) Status() statusapi.Status {
 
 // status returns the status with at most shown trainers, and the counters.
 func (m *Monitor) status(shown int) (statusapi.Status, counts) {
-	var jobs []master.JobState
+	var (
+		jobs []master.JobState
+		cps  master.CheckpointsState
+	)
 	if src := m.source(); src != nil {
 		jobs = src.Jobs() // outside m.mu: it takes the datasets' locks
+		cps = src.Checkpoints()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Now()
-	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born)}
+	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born), Checkpoints: checkpointsStatus(cps)}
 	// pass is train's: -1 while no job is known, each trainer's latest
 	// pass then; the job runs while one of its datasets does.
 	pass, running := -1, false
@@ -351,7 +358,23 @@ func (m *Monitor) jobStatus(j master.JobState, now time.Time) *statusapi.JobStat
 		js.Discarded = append(js.Discarded, statusapi.DiscardedTask{Task: r.Index, Timeouts: r.Timeouts, Reason: r.Error})
 	}
 	js.PassETASeconds, js.JobETASeconds = js.ETAs()
+	js.Group, js.Rewound = groupStatus(j.Group), rewoundStatus(j)
 	return js
+}
+
+// groupStatus turns the group training a dataset's pass into the page's;
+// nil for none.
+func groupStatus(g *master.GroupState) *statusapi.GroupStatus {
+	if g == nil {
+		return nil
+	}
+	gs := &statusapi.GroupStatus{Ranks: g.Group.Ranks, Batch: g.Group.Batch, Batches: g.Group.Batches(g.PassRecords), Records: g.PassRecords,
+		PerRank: make([]statusapi.RankStatus, 0, len(g.PerRank)), RanksNotShown: max(0, g.Group.Ranks-len(g.PerRank))}
+	for _, r := range g.PerRank {
+		gs.PerRank = append(gs.PerRank, statusapi.RankStatus{Rank: r.Rank, Trainers: append([]string{}, r.Trainers...),
+			Share: r.Share, Handed: r.Handed, Done: r.Done})
+	}
+	return gs
 }
 
 // trainerStatus returns the trainers tracked, stalled first then slowest

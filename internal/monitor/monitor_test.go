@@ -509,7 +509,8 @@ trainmaster_dataset_pass_records_done{dataset="train"} 3
 // jobSource is a leading service reduced to what the monitor reads.
 type jobSource []master.JobState
 
-func (s jobSource) Jobs() []master.JobState { return s }
+func (s jobSource) Jobs() []master.JobState              { return s }
+func (s jobSource) Checkpoints() master.CheckpointsState { return master.CheckpointsState{} }
 
 // TestLeadAnySource: the monitor shows the datasets of whatever JobSource
 // leads, train as the job and the others beside it, with the ETAs of

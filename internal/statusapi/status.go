@@ -29,6 +29,9 @@ type Status struct {
 	// Datasets are the job's other datasets (an evaluation dataset, say),
 	// in name order; empty on a standby, or when train is the only one.
 	Datasets []JobStatus `json:"datasets,omitempty"`
+	// Checkpoints are the job's data checkpoints kept: nil on a standby,
+	// and while none is kept.
+	Checkpoints *CheckpointsStatus `json:"checkpoints,omitempty"`
 	// Trainers, stalled ones first, then slowest first; at most
 	// monitor.MaxShownTrainers of TrainersTotal.
 	Trainers      []TrainerStatus `json:"trainers"`
@@ -85,6 +88,12 @@ type JobStatus struct {
 	// Discarded are the tasks discarded for this pass (at most
 	// master.MaxShownDiscarded of Failed), with their last reason.
 	Discarded []DiscardedTask `json:"discarded"`
+	// Group is the group of ranks training this pass; nil while none
+	// does (trainers outside any group, or no rank handed a task yet).
+	Group *GroupStatus `json:"group,omitempty"`
+	// Rewound is the dataset's last rewind to a data checkpoint; nil
+	// while it was never rewound.
+	Rewound *RewindStatus `json:"rewound,omitempty"`
 }
 
 // DiscardedTask is a task in the Failed queue.

@@ -74,6 +74,15 @@ type pageView struct {
 	// Sets are the rows of the datasets table, train first: none when
 	// train is the only dataset.
 	Sets []setRow
+	// Rewinds are the datasets rewound to a data checkpoint, train
+	// first, each with its last rewind.
+	Rewinds []rewindRow
+}
+
+// rewindRow is a dataset's last rewind, a line of the checkpoints.
+type rewindRow struct {
+	Dataset string
+	*statusapi.RewindStatus
 }
 
 // setRow is a dataset of the job, a row of the datasets table.
@@ -145,6 +154,14 @@ func newPageView(st statusapi.Status, refresh time.Duration, scheme, host string
 			v.Title = "all " + plural(j.Passes, "pass", "passes") + " done"
 		} else {
 			v.Title = fmt.Sprintf("%s, %d%%", j.PassText(), j.Percent())
+		}
+	}
+	if j := st.Job; j != nil && j.Rewound != nil {
+		v.Rewinds = append(v.Rewinds, rewindRow{Dataset: j.Name, RewindStatus: j.Rewound})
+	}
+	for _, d := range st.Datasets {
+		if d.Rewound != nil {
+			v.Rewinds = append(v.Rewinds, rewindRow{Dataset: d.Name, RewindStatus: d.Rewound})
 		}
 	}
 	if len(st.Datasets) > 0 {

@@ -59,14 +59,20 @@ func render(st statusapi.Status, width int, now time.Time) []string {
 		add("%s[%s]%s", head, progressBar(j, bar), tail)
 		add("rate     %s rec/s   eta pass %s, job %s", formatRate(j.RecordsPerSecond), formatETA(j.PassETASeconds), jobETA(j))
 		add("queues   todo %d  pending %d  done %d  failed %d  (of %d tasks)", j.Todo, j.Pending, j.Done, j.Failed, j.Tasks)
+		if j.Group != nil {
+			add("ranks    %s", j.Group.Text())
+		}
 	}
 	for _, d := range st.Datasets { // the others than train, one line each
 		if d.AllDone {
 			add("%-8s round %d done (%s)", d.Name, d.Round+1, statusapi.PassCount(d.Passes))
 		} else {
-			add("%-8s round %d, %s %3d%%  %d/%d records, todo %d pending %d done %d failed %d", d.Name, d.Round+1,
-				d.PassText(), d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed)
+			add("%-8s round %d, %s %3d%%  %d/%d records, todo %d pending %d done %d failed %d%s", d.Name, d.Round+1,
+				d.PassText(), d.Percent(), d.RecordsDone, d.Records, d.Todo, d.Pending, d.Done, d.Failed, groupNote(d.Group))
 		}
+	}
+	for _, line := range checkpointLines(st, now) {
+		add("%s", line)
 	}
 	shown := st.Trainers[:min(len(st.Trainers), shownTrainers)]
 	if len(shown) == 0 {
@@ -91,6 +97,34 @@ func render(st statusapi.Status, width int, now time.Time) []string {
 			mark = "!"
 		}
 		add("  %s %s %7s rec/s%s", mark, padRight(fitWidth(tr.Name, name), name), formatRate(tr.RecordsPerSecond), trainerDetail(tr, now))
+	}
+	return lines
+}
+
+// checkpointLines are the job's last data checkpoint, with the IDs kept,
+// and each dataset's last rewind: none when there are none.
+func checkpointLines(st statusapi.Status, now time.Time) []string {
+	var lines []string
+	if c := st.Checkpoints; c != nil {
+		l := c.Last
+		by := fmt.Sprintf("%d trainers", l.Trainers)
+		if l.Trainers == 1 {
+			by = "1 trainer"
+		}
+		if l.Pinned {
+			by += ", pinned"
+		}
+		lines = append(lines, fmt.Sprintf("checkpt  %d %q %s ago by %s; kept %s", l.ID, l.Name,
+			formatDuration(max(now.Sub(l.Time).Seconds(), 0)), by, c.KeptText()))
+	}
+	sets := st.Datasets
+	if st.Job != nil {
+		sets = append([]statusapi.JobStatus{*st.Job}, sets...)
+	}
+	for _, d := range sets {
+		if d.Rewound != nil {
+			lines = append(lines, fmt.Sprintf("%-8s %s", d.Name, d.Rewound.Text()))
+		}
 	}
 	return lines
 }
@@ -141,7 +175,7 @@ func summary(st statusapi.Status) string {
 			fmt.Sprintf("eta pass %s job %s", formatETA(j.PassETASeconds), jobETA(j)))
 	}
 	if j != nil && !j.AllDone {
-		parts = append(parts, fmt.Sprintf("todo %d pending %d done %d failed %d", j.Todo, j.Pending, j.Done, j.Failed))
+		parts = append(parts, fmt.Sprintf("todo %d pending %d done %d failed %d%s", j.Todo, j.Pending, j.Done, j.Failed, groupNote(j.Group)))
 	}
 	if n := min(len(st.Trainers), shownTrainers); n > 0 {
 		slow := make([]string, n)
@@ -156,6 +190,15 @@ func summary(st statusapi.Status) string {
 	}
 	parts = append(parts, "leader "+leaderText(st))
 	return strings.Join(parts, " | ")
+}
+
+// groupNote is ", group of 3 ranks, batch 32, 105 batches a rank" for a
+// pass a group trains, else nothing.
+func groupNote(g *statusapi.GroupStatus) string {
+	if g == nil {
+		return ""
+	}
+	return ", " + g.Text()
 }
 
 // leaderText names the leading master by its page (and host and pid).

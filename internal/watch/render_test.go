@@ -126,6 +126,30 @@ func TestWatchRender(t *testing.T) {
 			"rate     1234 rec/s   eta pass 8s, job no end",
 			"eval     round 1, pass 3, no end   0%  0/100 records, todo 10 pending 0 done 0 failed 0"},
 			lacks: []string{"/0 ", "passes   all"}},
+		{name: "groups of ranks train train and eval", width: 140, edit: func(st *statusapi.Status) {
+			st.Job.Group = &statusapi.GroupStatus{Ranks: 3, Batch: 32, Batches: 167, Records: 16000}
+			st.Datasets = []statusapi.JobStatus{{Name: "eval", RecordsPerTask: 10, Tasks: 10, Records: 100, Passes: 1, Todo: 10,
+				Group: &statusapi.GroupStatus{Ranks: 2, Batch: 50, Batches: 1, Records: 100}}}
+		}, has: []string{
+			"queues   todo 20  pending 6  done 26  failed 0  (of 52 tasks)",
+			"ranks    group of 3 ranks, batch 32, 167 batches a rank",
+			"eval     round 1, pass 1/1   0%  0/100 records, todo 10 pending 0 done 0 failed 0, group of 2 ranks, batch 50, 1 batch a rank"}},
+		{name: "checkpoints, train and eval rewound", width: 140, edit: func(st *statusapi.Status) {
+			st.Job.Name = "train"
+			st.Job.Rewound = &statusapi.RewindStatus{Checkpoint: 6, Restart: "r2\x1b[2J", Generation: 1767225600000, Pass: 1, Left: 9120}
+			st.Checkpoints = &statusapi.CheckpointsStatus{Last: statusapi.CheckpointStatus{ID: 7, Name: "r2-120\x1b", Time: watchT0.Add(-90 * time.Second),
+				Trainers: 3, Pinned: true}, Kept: []int64{3, 6, 7}, Pinned: []int64{3, 7}}
+			st.Datasets = []statusapi.JobStatus{{Name: "eval", RecordsPerTask: 10, Tasks: 10, Records: 100, Passes: 1, Todo: 10,
+				Rewound: &statusapi.RewindStatus{Checkpoint: 6, Restart: "r2", Generation: 5, Left: 1}}}
+		}, has: []string{
+			`checkpt  7 "r2-120\x1b" 1m30s ago by 3 trainers, pinned; kept 3 (pinned), 6, 7 (pinned)`,
+			"train    rewound to checkpoint 6 for restart r2?[2J: pass 2 again, 9120 records to train (generation 1767225600000)",
+			"eval     rewound to checkpoint 6 for restart r2: pass 1 again, 1 record to train (generation 5)"},
+			lacks: []string{"\x1b["}},
+		{name: "a checkpoint of one trainer", width: 100, edit: func(st *statusapi.Status) {
+			st.Checkpoints = &statusapi.CheckpointsStatus{Last: statusapi.CheckpointStatus{ID: 1, Name: "s", Time: watchT0.Add(time.Second), Trainers: 1},
+				Kept: []int64{1}}
+		}, has: []string{`checkpt  1 "s" 0s ago by 1 trainer; kept 1`}, lacks: []string{"rewound"}},
 		{name: "all passes done", width: 80, edit: func(st *statusapi.Status) {
 			j := st.Job
 			j.AllDone, j.Pass, j.Todo, j.Pending, j.Done, j.PassETASeconds, j.JobETASeconds = true, 3, 0, 0, 0, nil, nil
@@ -180,6 +204,9 @@ func TestWatchSummary(t *testing.T) {
 		{"without end", func(st *statusapi.Status) {
 			st.Job.Pass, st.Job.Passes, st.Job.Endless, st.Job.JobETASeconds, st.Trainers = 11, 0, true, nil, nil
 		}, "pass 12, no end 42% | 1234 rec/s | eta pass 8s job no end | todo 20 pending 6 done 26 failed 0" + leader},
+		{"a group trains the pass", func(st *statusapi.Status) {
+			st.Job.Group, st.Trainers = &statusapi.GroupStatus{Ranks: 3, Batch: 32, Batches: 167, Records: 16000}, nil
+		}, "pass 2/3 42% | 1234 rec/s | eta pass 8s job 1m05s | todo 20 pending 6 done 26 failed 0, group of 3 ranks, batch 32, 167 batches a rank" + leader},
 		{"no job yet", func(st *statusapi.Status) { st.Job, st.Trainers = nil, nil },
 			"no job yet: waiting for a trainer to report the dataset" + leader},
 		{"standby", func(st *statusapi.Status) { st.Leading, st.Job, st.Trainers = false, nil, nil },
