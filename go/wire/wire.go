@@ -146,9 +146,9 @@ type Task struct {
 	RankLeft    int64 `json:",omitempty"`
 	// Gen is, in a task the master hands out, the generation of its
 	// dataset's pass state: 0 until the first Rewind (checkpoint.go),
-	// one more at each. A trainer sends it back in its reports of the
-	// task (with Index, Epoch and Pass); a report of an older generation
-	// is answered StalePass.
+	// then at each a number the dataset never had (it grows). A trainer
+	// sends it back in its reports of the task (with Index, Epoch and
+	// Pass); a report of another generation is answered StalePass.
 	Gen int `json:",omitempty"`
 	// Ask is set by a trainer in GetTask's argument: a number it gives
 	// each of its GetTasks, and sends again when it retries one whose

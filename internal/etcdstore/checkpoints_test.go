@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/taskqueue"
@@ -64,8 +66,8 @@ func TestCheckpointsRoundTrip(t *testing.T) {
 // loads the state has the rewound queues, ignoring the entries of the
 // generation before.
 func TestRewindThroughEtcd(t *testing.T) {
-	_, store, ds, q := storedQueues(t, taskqueue.Config{}, 40, 2) // 20 tasks of 20 records
-	store.maxTxnBytes = 600                                       // a few entries a transaction
+	cli, store, ds, q := storedQueues(t, taskqueue.Config{}, 40, 2) // 20 tasks of 20 records
+	store.maxTxnBytes = 600                                         // a few entries a transaction
 	now := time.Now()
 	for range 20 {
 		task, epoch, ch, err := q.Dispatch(now, "a")
@@ -90,11 +92,31 @@ func TestRewindThroughEtcd(t *testing.T) {
 	if err := store.Commit(ctx, 0, ch); err != nil {
 		t.Fatal(err)
 	}
+	// The generation was reserved in the pass key before the first entry
+	// of it was written.
+	resp, err := cli.Get(ctx, store.keys.tasks(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := int64(0)
+	for _, kv := range resp.Kvs {
+		if e, err := decodeEntry(kv.Value); err == nil && e.Gen == 99 && (first == 0 || kv.ModRevision < first) {
+			first = kv.ModRevision
+		}
+	}
+	if txns := store.Stats().Txns.Load(); first == 0 || txns < 3 {
+		t.Fatalf("first entry of generation 99 at revision %d, %d transactions: want several", first, txns)
+	}
+	pass, err := cli.Get(ctx, store.keys.pass(), clientv3.WithRev(first))
+	var reserved passValue
+	if err != nil || len(pass.Kvs) != 1 || json.Unmarshal(pass.Kvs[0].Value, &reserved) != nil || reserved.Reserved != 99 || reserved.Gen != 0 {
+		t.Fatalf("the pass key when the first entry of generation 99 was written: %s (%v)", pass.Kvs, err)
+	}
 	snap, err := store.Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if snap.Gen.Gen != 99 || snap.Gen.Mark != "checkpoint 1, restart a" || snap.Gen.Left != 400-11*20-5 {
+	if snap.Gen.Gen != 99 || snap.Gen.Reserved != 99 || snap.Gen.Mark != "checkpoint 1, restart a" || snap.Gen.Left != 400-11*20-5 {
 		t.Fatalf("stored generation %+v", snap.Gen)
 	}
 	r, err := taskqueue.RestoreGen(taskqueue.Config{}, ds.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Gen, snap.Entries, now)
@@ -108,5 +130,30 @@ func TestRewindThroughEtcd(t *testing.T) {
 	}
 	if r.Pieces() != q.Pieces() || r.Count(taskqueue.Todo) != q.Count(taskqueue.Todo) || r.Count(taskqueue.Done) != q.Count(taskqueue.Done) {
 		t.Fatalf("restored %d pieces, %d todo, %d done; want %d, %d, %d", r.Pieces(), r.Count(taskqueue.Todo), r.Count(taskqueue.Done), q.Pieces(), q.Count(taskqueue.Todo), q.Count(taskqueue.Done))
+	}
+}
+
+// TestAReservedGenerationIsNotTaken: a rewind cut short after reserving
+// its generation and writing some of its entries leaves the state as it
+// was, and no later rewind takes its number.
+func TestAReservedGenerationIsNotTaken(t *testing.T) {
+	cli, store, ds, _ := storedQueues(t, taskqueue.Config{}, 40, 2)
+	reserve, _ := json.Marshal(passValue{Pass: 0, Reserved: 7})
+	stray := encodeEntry(3, taskqueue.Entry{Pass: 0, Queue: taskqueue.Done, Gen: 7}, maxEntryErrorBytes)
+	for key, value := range map[string][]byte{store.keys.pass(): reserve, store.keys.task(3): stray} {
+		if _, err := cli.Put(ctx, key, string(value)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := store.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := taskqueue.RestoreGen(taskqueue.Config{}, ds.NumTasks(), snap.Dataset.TaskRecords, snap.Pass, snap.Gen, snap.Entries, time.Now())
+	if err != nil || r.Count(taskqueue.Todo) != 20 || r.Gen().Reserved != 7 {
+		t.Fatalf("restored %d in todo, generation %+v (%v): want the state before the rewind, 7 reserved", r.Count(taskqueue.Todo), r.Gen(), err)
+	}
+	if _, err := r.Rewind(taskqueue.Trained{Whole: []int{0}}, "m2", 7); err == nil {
+		t.Fatal("a rewind took the reserved generation")
 	}
 }

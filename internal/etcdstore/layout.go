@@ -84,16 +84,19 @@ type passValue struct {
 	GenPass int    `json:"gen_pass,omitempty"`
 	Left    int64  `json:"left,omitempty"`
 	Rewound string `json:"rewound,omitempty"`
+	// Reserved: the highest generation a rewind may have written entries
+	// of (written before them).
+	Reserved int `json:"reserved,omitempty"`
 }
 
 // passValueOf is the pass key of a change committed at round.
 func passValueOf(ch taskqueue.Change, round int) passValue {
-	return passValue{Pass: ch.Pass, Round: round, Gen: ch.Gen.Gen, GenPass: ch.Gen.Pass, Left: ch.Gen.Left, Rewound: ch.Gen.Mark}
+	return passValue{Pass: ch.Pass, Round: round, Gen: ch.Gen.Gen, GenPass: ch.Gen.Pass, Left: ch.Gen.Left, Rewound: ch.Gen.Mark, Reserved: ch.Gen.Reserved}
 }
 
 // generation is the pass key's generation.
 func (p passValue) generation() taskqueue.Generation {
-	return taskqueue.Generation{Gen: p.Gen, Pass: p.GenPass, Left: p.Left, Mark: p.Rewound}
+	return taskqueue.Generation{Gen: p.Gen, Pass: p.GenPass, Left: p.Left, Mark: p.Rewound, Reserved: p.Reserved}
 }
 
 // entry is a task's entry as stored; times are RFC 3339 for people.

@@ -134,7 +134,7 @@ func (s *Store) loadPass(ctx context.Context, rev int64) (passValue, error) {
 	if p.Pass < 0 || p.Pass > math.MaxInt32 || p.Round < 0 || p.Round > math.MaxInt32 {
 		return p, badStatef(key, "pass %d, round %d (want 0 to %d)", p.Pass, p.Round, math.MaxInt32)
 	}
-	if p.Gen < 0 || p.GenPass < 0 || p.Left < 0 || len(p.Rewound) > 2*wire.MaxCheckpointNameBytes+24 {
+	if p.Gen < 0 || p.GenPass < 0 || p.Left < 0 || p.Reserved < 0 || len(p.Rewound) > 2*wire.MaxCheckpointNameBytes+24 {
 		return p, badStatef(key, "generation %d of pass %d with %d records left, rewound %d bytes", p.Gen, p.GenPass, p.Left, len(p.Rewound))
 	}
 	return p, nil

@@ -231,6 +231,14 @@ func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) erro
 	} else {
 		ending = [][]clientv3.Op{{passOp}}
 	}
+	if ch.Gen.Gen != stored.Gen {
+		// A rewind: its generation is reserved before any entry of it is
+		// written, so that no later rewind takes it if this one fails.
+		reserve := stored
+		reserve.Reserved = max(stored.Reserved, ch.Gen.Gen)
+		b, _ := json.Marshal(reserve)
+		ending = append([][]clientv3.Op{{clientv3.OpPut(s.keys.pass(), string(b))}}, ending...)
+	}
 	return s.commitUnits(ctx, append(ending, later...))
 }
 

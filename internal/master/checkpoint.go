@@ -33,6 +33,15 @@ const maxOpenCheckpoints = 16
 // maxBatch bounds the checkpoints stored together.
 const maxBatch = 64
 
+// MaxPinned bounds the pinned checkpoints kept: past it the oldest pinned
+// one is dropped, so that a flood of pins cannot grow etcd without end.
+// MaxCheckpointsKept bounds Config.CheckpointsKept. Together they stay far
+// below what a new leader loads (etcdstore.MaxCheckpoints).
+const (
+	MaxPinned          = 100
+	MaxCheckpointsKept = 100
+)
+
 // checkpoints is the service's part that keeps the data checkpoints.
 type checkpoints struct {
 	takeMu sync.Mutex // one batch or rewind at a time
@@ -320,10 +329,21 @@ func (s *Service) saveCheckpoints(cps []DataCheckpoint, drop []int64) error {
 }
 
 // keptNamed returns the kept checkpoint called name taken in the
-// generations of points. Called with s.cps.mu held.
+// generations of points: each dataset it holds at the generation points
+// gives (a dataset accepted since does not count). Called with s.cps.mu
+// held.
 func (s *Service) keptNamed(name string, points map[string]DatasetPoint) (DataCheckpoint, bool) {
 	for _, cp := range s.cps.kept {
-		if cp.Name == name && maps.EqualFunc(cp.Datasets, points, func(a, b DatasetPoint) bool { return a.Gen == b.Gen }) {
+		if cp.Name != name {
+			continue
+		}
+		same := true
+		for ds, p := range cp.Datasets {
+			if now, ok := points[ds]; !ok || now.Gen != p.Gen {
+				same = false
+			}
+		}
+		if same {
 			return cp, true
 		}
 	}
@@ -341,20 +361,27 @@ func (s *Service) keptReply(id int64) wire.CheckpointReply {
 }
 
 // dropped returns the checkpoints storing cps drops: the oldest unpinned
-// ones past CheckpointsKept, kept ones or (in a burst of more than are
-// kept) some of cps, which then need not be written. Called with
-// s.cps.mu held.
+// ones past CheckpointsKept and the oldest pinned ones past MaxPinned,
+// kept ones or (in a burst of more than are kept) some of cps, which then
+// need not be written. Called with s.cps.mu held.
 func (s *Service) dropped(cps []DataCheckpoint) []int64 {
-	var unpinned []int64
+	var unpinned, pinned []int64
 	for _, cp := range append(slices.Clone(s.cps.kept), cps...) {
-		if !cp.Pinned {
+		if cp.Pinned {
+			pinned = append(pinned, cp.ID)
+		} else {
 			unpinned = append(unpinned, cp.ID)
 		}
 	}
+	var drop []int64
 	if over := len(unpinned) - s.cfg.CheckpointsKept; over > 0 {
-		return unpinned[:over]
+		drop = unpinned[:over]
 	}
-	return nil
+	if over := len(pinned) - MaxPinned; over > 0 {
+		drop = append(drop, pinned[:over]...)
+		s.cfg.Log.WithField("dropped", pinned[:over]).Warnf("more than %d checkpoints pinned: the oldest pinned are dropped", MaxPinned)
+	}
+	return drop
 }
 
 // describePoints says what a checkpoint holds, for the log.

@@ -153,6 +153,9 @@ func (c Config) checked() (map[string]wire.Dataset, error) {
 	if c.ChunksPerTask < 0 {
 		return nil, errors.Errorf("chunks per task must be positive, not %d", c.ChunksPerTask)
 	}
+	if c.CheckpointsKept > MaxCheckpointsKept {
+		return nil, errors.Errorf("%d checkpoints kept: at most %d", c.CheckpointsKept, MaxCheckpointsKept)
+	}
 	if _, err := taskqueue.New(c.Queue, 1, func(int) int64 { return 1 }); err != nil {
 		return nil, err
 	}

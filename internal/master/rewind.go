@@ -122,7 +122,8 @@ func (s *datasetService) rewind(ctx context.Context, p DatasetPoint, mark string
 			return false, effect{}, wire.WithKind(wire.ErrBadCheckpoint, errors.Errorf("dataset %q had %d tasks at the checkpoint, %d now", s.name, p.Tasks, s.q.NumTasks()))
 		}
 		before := s.q.Pass()
-		gen := max(s.q.Gen().Gen+1, int(s.cfg.Clock.Now().UnixMilli()))
+		cur := s.q.Gen()
+		gen := max(cur.Gen+1, cur.Reserved+1, int(s.cfg.Clock.Now().UnixMilli())) // never one a rewind may have written entries of
 		ch, err := s.q.Rewind(p.Trained, mark, gen)
 		if err != nil {
 			return false, effect{}, err

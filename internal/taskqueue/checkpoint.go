@@ -66,11 +66,17 @@ type HeldPosition struct {
 // its records not trained then: what a group's ranks share in that pass.
 // Mark names the last rewind (its caller's), so that its retries find it
 // done. A store keeps it with the pass.
+//
+// Reserved is the highest generation a rewind of these queues may have
+// written entries of, done or not: a store writes it before a rewind's
+// entries, so that a rewind whose commit failed half way leaves entries
+// of a number no later rewind takes.
 type Generation struct {
-	Gen  int
-	Pass int
-	Left int64
-	Mark string
+	Gen      int
+	Pass     int
+	Left     int64
+	Mark     string
+	Reserved int
 }
 
 // Gen returns the pass state's generation.
@@ -195,7 +201,7 @@ func piecesOf(runs []Interval, end int) int {
 }
 
 // Rewind takes the queues back to t (checked with CheckTrained) in a new
-// generation gen, above the current one, named mark: the pass t is of starts again with what t holds
+// generation gen, above the current and reserved ones, named mark: the pass t is of starts again with what t holds
 // trained Done and the rest in Todo. Its change writes every entry it
 // makes and the pass with the generation, which a store must make
 // durable last (entries of a generation newer than the stored one are
@@ -204,8 +210,8 @@ func (q *Queues) Rewind(t Trained, mark string, gen int) (Change, error) {
 	if err := q.CheckTrained(t); err != nil {
 		return Change{}, err
 	}
-	if gen <= q.generation.Gen {
-		return Change{}, errors.Errorf("taskqueue: rewind to generation %d, the state is at %d", gen, q.generation.Gen)
+	if gen <= max(q.generation.Gen, q.generation.Reserved) {
+		return Change{}, errors.Errorf("taskqueue: rewind to generation %d, the state is at %d (reserved %d)", gen, q.generation.Gen, q.generation.Reserved)
 	}
 	q.generation = Generation{Pass: t.Pass}
 	q.startPass(t.Pass) // PassRecords: the whole pass's
@@ -213,7 +219,7 @@ func (q *Queues) Rewind(t Trained, mark string, gen int) (Change, error) {
 		q.entries[i].pass = -1 // every entry of the generation before is gone, even of this pass
 	}
 	left := q.PassRecords() - t.Records(q.records)
-	q.generation = Generation{Gen: gen, Pass: t.Pass, Left: left, Mark: mark}
+	q.generation = Generation{Gen: gen, Pass: t.Pass, Left: left, Mark: mark, Reserved: gen}
 	ch := Change{Pass: q.pass, PassChanged: true, Gen: q.generation}
 	if q.pass == q.end() {
 		return ch, nil
