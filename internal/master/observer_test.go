@@ -239,7 +239,8 @@ func TestObserverIsToldCheckpointsAndRewinds(t *testing.T) {
 		}
 	}
 	j, _ := s.Job()
-	wantGen := taskqueue.Generation{Gen: int(clock.Now().UnixMilli()), Pass: 0, Left: 9, Mark: "checkpoint 1, restart r1"}
+	now := int(clock.Now().UnixMilli())
+	wantGen := taskqueue.Generation{Gen: now, Pass: 0, Left: 9, Mark: "checkpoint 1, restart r1", Reserved: now}
 	if j.Gen != wantGen {
 		t.Errorf("the job's generation %+v, want %+v", j.Gen, wantGen)
 	}
