@@ -33,6 +33,8 @@ type contract struct {
 		MinProgressIntervalSeconds     int
 		MaxRanks                       int
 		MaxBatchSize                   int
+		MaxCheckpointNameBytes         int
+		MaxHeld                        int
 	}
 	Shuffle []struct {
 		N     int    `json:"n"`
@@ -91,6 +93,8 @@ func TestContractTexts(t *testing.T) {
 		"TextNotServing": wire.TextNotServing, "TextUnauthorized": wire.TextUnauthorized,
 		"TextRoundRunning": wire.TextRoundRunning, "TextPassOver": wire.TextPassOver,
 		"TextRankDone": wire.TextRankDone, "TextBadGroup": wire.TextBadGroup, "TextPassTooSmall": wire.TextPassTooSmall,
+		"TextUnknownCheckpoint": wire.TextUnknownCheckpoint, "TextCheckpointIncomplete": wire.TextCheckpointIncomplete,
+		"TextBadCheckpoint": wire.TextBadCheckpoint,
 	}
 	if got := readContract(t).Texts; !maps.Equal(got, want) {
 		t.Errorf("texts %v, want %v", got, want)
@@ -99,7 +103,8 @@ func TestContractTexts(t *testing.T) {
 		wire.TextNoTask: wire.ErrNoTask, wire.TextAllDone: wire.ErrAllDone, wire.TextNoDataset: wire.ErrNoDataset,
 		wire.TextNotServing: wire.ErrNotServing, wire.TextUnauthorized: wire.ErrUnauthorized,
 		wire.TextPassOver: wire.ErrPassOver, wire.TextRankDone: wire.ErrRankDone, wire.TextBadGroup: wire.ErrBadGroup,
-		wire.TextPassTooSmall: wire.ErrPassTooSmall,
+		wire.TextPassTooSmall: wire.ErrPassTooSmall, wire.TextUnknownCheckpoint: wire.ErrUnknownCheckpoint,
+		wire.TextCheckpointIncomplete: wire.ErrCheckpointIncomplete, wire.TextBadCheckpoint: wire.ErrBadCheckpoint,
 	} {
 		if err.Error() != text || !wire.Is(wire.WithKind(err, os.ErrNotExist), text) {
 			t.Errorf("%q: the error carries %q", text, err)
@@ -139,7 +144,8 @@ func TestContractLimits(t *testing.T) {
 		l.MaxTrainerNameBytes != wire.MaxTrainerNameBytes ||
 		time.Duration(l.DefaultProgressIntervalSeconds)*time.Second != wire.DefaultProgressInterval ||
 		time.Duration(l.MinProgressIntervalSeconds)*time.Second != wire.MinProgressInterval ||
-		l.MaxRanks != wire.MaxRanks || l.MaxBatchSize != wire.MaxBatchSize {
+		l.MaxRanks != wire.MaxRanks || l.MaxBatchSize != wire.MaxBatchSize ||
+		l.MaxCheckpointNameBytes != wire.MaxCheckpointNameBytes || l.MaxHeld != wire.MaxHeld {
 		t.Errorf("limits %+v", l)
 	}
 }

@@ -84,7 +84,9 @@ func (q *Queues) Gen() Generation { return q.generation }
 
 // Trained returns what of the current pass is trained: the entries', and
 // past them the positions held reports; a report of another pass or
-// generation, or of a dispatch that is not the task's, says nothing.
+// generation, or of a dispatch the task has not had, says nothing. One of
+// an earlier dispatch, superseded since, counts: its trainer trained those
+// records into the model being saved.
 // It also returns the notes a log wants: reports clamped to their entry's
 // end. It returns the zero Trained of pass Pass() once all are done.
 func (q *Queues) Trained(held []HeldPosition) (Trained, []string) {

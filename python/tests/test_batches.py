@@ -284,6 +284,8 @@ def test_what_a_rank_sends_and_what_it_makes_of_the_answers():
         m.shutdown()
         m.server_close()
     asks = [arg for method, arg in m.calls if method == "GetTask"]
+    numbers = [arg.pop("Ask") for arg in asks]  # each GetTask its own number (wire.Task.Ask)
+    assert numbers[1] == numbers[0] + 1, numbers
     # Rank 0 travels as nothing, as the master and go/client leave zeros out.
     assert asks == [{"Trainer": "gpu-rank0", "OnePass": True, "Pass": 0, "Ranks": 2, "Batch": 4}] * 2
     assert [arg for method, arg in m.calls if method == "TaskFinished"] == [

@@ -14,8 +14,8 @@ import subprocess
 import pytest
 
 from conftest import ROOT, binary
-from trainmaster import (AllDone, BadGroup, Client, MasterError, NoDataset, NoTask, NotServing, PassOver,
-                         PassTooSmall, RankDone, RoundRunning, Unauthorized)
+from trainmaster import (AllDone, BadCheckpoint, BadGroup, CheckpointIncomplete, Client, MasterError, NoDataset, NoTask,
+                         NotServing, PassOver, PassTooSmall, RankDone, RoundRunning, Unauthorized, UnknownCheckpoint)
 from trainmaster import errors, recordio, wire
 from trainmaster.shuffle import shuffle
 
@@ -36,7 +36,9 @@ def test_report_codes():
 
 _RAISED = {"TextNoTask": NoTask, "TextAllDone": AllDone, "TextNoDataset": NoDataset, "TextNotServing": NotServing,
            "TextUnauthorized": Unauthorized, "TextRoundRunning": RoundRunning, "TextPassOver": PassOver,
-           "TextRankDone": RankDone, "TextBadGroup": BadGroup, "TextPassTooSmall": PassTooSmall}
+           "TextRankDone": RankDone, "TextBadGroup": BadGroup, "TextPassTooSmall": PassTooSmall,
+           "TextUnknownCheckpoint": UnknownCheckpoint, "TextCheckpointIncomplete": CheckpointIncomplete,
+           "TextBadCheckpoint": BadCheckpoint}
 
 
 @pytest.mark.parametrize("name", sorted(CONTRACT["texts"]))
@@ -57,10 +59,32 @@ def test_every_error_text_is_in_the_table():
 def test_limits():
     limits = CONTRACT["limits"]
     assert (wire.DEFAULT_DATASET, wire.MAX_ERROR_BYTES, wire.MAX_TRAINER_NAME_BYTES, wire.DEFAULT_PROGRESS_INTERVAL,
-            wire.MIN_PROGRESS_INTERVAL, wire.MAX_RANKS, wire.MAX_BATCH_SIZE) == (
+            wire.MIN_PROGRESS_INTERVAL, wire.MAX_RANKS, wire.MAX_BATCH_SIZE, wire.MAX_CHECKPOINT_NAME_BYTES,
+            wire.MAX_HELD) == (
         limits["DefaultDataset"], limits["MaxErrorBytes"], limits["MaxTrainerNameBytes"],
         limits["DefaultProgressIntervalSeconds"], limits["MinProgressIntervalSeconds"], limits["MaxRanks"],
-        limits["MaxBatchSize"])
+        limits["MaxBatchSize"], limits["MaxCheckpointNameBytes"], limits["MaxHeld"])
+    assert set(limits) == {"DefaultDataset", "MaxErrorBytes", "MaxTrainerNameBytes", "DefaultProgressIntervalSeconds",
+                           "MinProgressIntervalSeconds", "MaxRanks", "MaxBatchSize", "MaxCheckpointNameBytes",
+                           "MaxHeld"}, "a limit of the contract this test does not check"
+
+
+@pytest.mark.parametrize("name,trainers,held", [("", 1, 0), ("x" * (wire.MAX_CHECKPOINT_NAME_BYTES + 1), 1, 0),
+                                                ("é" * (wire.MAX_CHECKPOINT_NAME_BYTES // 2 + 1), 1, 0),
+                                                ("step-40", 0, 0), ("step-40", wire.MAX_RANKS + 1, 0),
+                                                ("step-40", 3, wire.MAX_HELD + 1)])
+def test_a_checkpoint_outside_the_bounds_is_refused_before_it_is_sent(name, trainers, held):
+    with pytest.raises(BadCheckpoint, match=f"^{errors.TEXT_BAD_CHECKPOINT}: "):
+        wire.check_checkpoint(name, trainers, held)
+
+
+def test_a_checkpoint_at_the_bounds_is_sent():
+    wire.check_checkpoint("x" * wire.MAX_CHECKPOINT_NAME_BYTES, wire.MAX_RANKS, wire.MAX_HELD)
+    wire.check_checkpoint("s", 1)
+    wire.check_rewind(1, "r" * wire.MAX_CHECKPOINT_NAME_BYTES)
+    for checkpoint_id, restart in ((0, "r"), (1, ""), (1, "r" * (wire.MAX_CHECKPOINT_NAME_BYTES + 1))):
+        with pytest.raises(BadCheckpoint):
+            wire.check_rewind(checkpoint_id, restart)
 
 
 @pytest.mark.parametrize("vector", CONTRACT["shuffle"], ids=lambda v: f"n{v['n']}-seed{v['seed']}")
@@ -73,14 +97,20 @@ def test_get_task_argument(vector):
     c = Client("127.0.0.1:1", name="gpu7-4242")  # never connects
     sent = []
     c._call = lambda method, arg, within=None: sent.append((method, arg)) or {"Index": 0, "Epoch": 1, "Pass": 0}
-    if vector.get("group") is not None:
-        c.get_task(one_pass=vector["one_pass"], group=tuple(vector["group"]))
-    elif vector["one_pass"] is None:
-        c.get_task()
-    else:
-        c.get_task(one_pass=vector["one_pass"])
-    assert sent == [("GetTask", vector["arg"])]
+    for _ in range(2):
+        if vector.get("group") is not None:
+            c.get_task(one_pass=vector["one_pass"], group=tuple(vector["group"]))
+        elif vector["one_pass"] is None:
+            c.get_task()
+        else:
+            c.get_task(one_pass=vector["one_pass"])
+    # Each call carries an Ask of its own (wire.Task.Ask, which the vectors
+    # leave out: its value is drawn): a number, one more at each call.
+    asks = [arg.pop("Ask") for _, arg in sent]
+    assert sent == [("GetTask", vector["arg"])] * 2
+    assert all(isinstance(a, int) and 0 < a < 1 << 63 for a in asks) and asks[1] == asks[0] + 1, asks
     assert set(vector["arg"]) <= set(wire.Task.__annotations__), "a field of GetTask's argument that Task lacks"
+    assert {"Gen", "Ask"} <= set(wire.Task.__annotations__)
 
 
 def test_get_task_vectors_ask_as_a_rank():

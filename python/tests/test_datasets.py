@@ -369,6 +369,7 @@ def test_what_a_client_sends_names_its_dataset():
     ev.dataset_status()
     ev.dataset_status("other")
     ident = {"Index": 3, "Epoch": 1, "Pass": 2, "Trainer": "w", "Dataset": "eval"}
+    assert isinstance(ev.sent[0][1].pop("Ask"), int)  # every GetTask numbered (wire.Task.Ask)
     assert ev.sent == [
         ("GetTask", {"Trainer": "w", "Dataset": "eval"}),
         ("TaskFinished", ident),
@@ -384,6 +385,7 @@ def test_what_a_client_sends_names_its_dataset():
     train.task_finished({"Index": 1, "Epoch": 1, "Pass": 0})
     train.task_progress({"Index": 1, "Epoch": 1, "Pass": 0, "Dataset": "eval"}, 2)
     train.start_round(1)
+    assert isinstance(train.sent[0][1].pop("Ask"), int)
     assert train.sent == [
         ("GetTask", {"Trainer": "w"}),
         ("TaskFinished", {"Index": 1, "Epoch": 1, "Pass": 0, "Trainer": "w"}),

@@ -21,6 +21,10 @@ process is the trainer (DDP); ``python -m trainmaster`` reads RecordIO files and
 a trainer that prints per-pass digests like cmd/trainer's. ``records``,
 ``TaskDataset`` and ``python -m trainmaster train`` train train by default,
 and another dataset of the job with ``dataset_name=`` (``--dataset-name``).
+``Client.checkpoint`` and ``Client.rewind`` save the data position with the
+model and go back to it after a crash (``trainmaster.torch.DataLoader``'s
+``state_dict`` and ``load_state_dict``): every record trained exactly once
+into the model that goes on.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from .batches import Batches
 from .client import DEFAULT_DATASET, Client, Record
 from .digest import Digest
 from .discovery import EtcdResolver, addr_key
-from .errors import (AllDone, BadGroup, ConnectionLost, MasterError, NoDataset, NoTask, NotServing, PassOver,
-                     PassTooSmall, RankDone, RoundRunning, Unauthorized)
+from .errors import (AllDone, BadCheckpoint, BadGroup, CheckpointIncomplete, ConnectionLost, MasterError, NoDataset,
+                     NoTask, NotServing, PassOver, PassTooSmall, RankDone, RoundRunning, Unauthorized,
+                     UnknownCheckpoint)
 from .files import Files
 from .recordio import RecordIOError
 from .wire import Report
@@ -41,7 +46,7 @@ from .wire import Report
 __all__ = [
     "records", "Client", "Record", "Report", "Files", "DEFAULT_DATASET", "Digest", "EtcdResolver", "addr_key", "RecordIOError",
     "MasterError", "NoTask", "AllDone", "PassOver", "NoDataset", "NotServing", "Unauthorized", "RoundRunning", "ConnectionLost",
-    "RankDone", "BadGroup", "PassTooSmall", "Batches",
+    "RankDone", "BadGroup", "PassTooSmall", "Batches", "UnknownCheckpoint", "CheckpointIncomplete", "BadCheckpoint",
 ]
 
 

@@ -9,7 +9,14 @@ for the next batch (or, with hold, said so with consumed); or once all of
 it went into batches, yielded or being formed, when the master has no task
 to give: the pass may be over but for this trainer's last tasks, and the
 master ends it only once they are finished (outside a group, the end of a
-pass is known no other way)."""
+pass is known no other way), unless every task the master has left in the
+pass is this trainer's: then it ends the pass itself, and its finishes,
+sent as the batches are trained, end the pass at the master.
+
+For data checkpoints, the records of the batches trained are noted in the
+client's trained (held.py) as they are trained: each task through the
+position past its last record in them; a task is trained once all of it
+was, and held until the master answers its finish."""
 
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ import weakref
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from .errors import MasterError
+from .held import key
 from .pipeline import Begin, End, Loop
 from .wire import Task, batch_sizes
 
@@ -30,8 +38,8 @@ log = logging.getLogger("trainmaster")
 _STOP = object()  # the loop ended
 
 
-def _nothing() -> None:
-    pass
+def _no() -> bool:
+    return False
 
 
 class Batches:
@@ -48,7 +56,9 @@ class Batches:
     asked for: for a consumer that forms batches ahead of training them (a
     DataLoader's prefetching). close() ends the loop, sending the finishes
     due; dropping the iterator (a `for` left early) closes it too. Not safe
-    to iterate from two threads."""
+    to iterate from two threads. A checkpoint (Client.checkpoint) taken
+    while it runs holds trained the batches yielded, or with hold those
+    consumed(n) said were trained."""
 
     def __init__(self, loop: Loop, batch_size: int, *, group: Optional[Tuple[int, int]] = None,
                  of_pass: Optional[int] = None, hold: bool = False,
@@ -61,9 +71,17 @@ class Batches:
         self._loop = loop
         # Weakly: the loop's threads must not keep an iterator left early
         # alive, so that dropping it closes it.
-        release = weakref.WeakMethod(self._release_read)
-        loop.set_on_wait(lambda: (release() or _nothing)())
+        waiting = weakref.WeakMethod(self._waiting)
+        loop.set_on_wait(lambda: (waiting() or _no)())
         self._items: Iterator[Any] = loop.run()
+        self._trained = loop.trained
+        self._source = self._trained.attach(self._holds)
+        # What each batch yielded and not yet trained holds of each task:
+        # (batch number, [(task, position past its last record in it)]).
+        self._marks: Deque[Tuple[int, List[Tuple[Task, int]]]] = collections.deque()
+        self._forming: Dict[Any, Tuple[Task, int]] = {}  # the same, of the batch being formed
+        self._task: Optional[Task] = None  # the task whose records come (its Begin came)
+        self._early: set = set()  # the tasks reported finished before they were trained (outside a group)
         self._hold = hold
         self._sizes: Optional[List[int]] = None  # the plan's batch sizes
         self._yielded = 0  # batches yielded
@@ -100,7 +118,10 @@ class Batches:
             if not self._hold:
                 self.close()
             raise StopIteration
-        self._yielded += 1
+        with self._mu:
+            self._marks.append((self._yielded, list(self._forming.values())))
+            self._forming.clear()
+            self._yielded += 1
         self._records += len(batch)
         return batch
 
@@ -110,16 +131,44 @@ class Batches:
         loop's reporter thread)."""
         with self._mu:
             self._consumed = max(self._consumed, min(n, self._yielded))
+            while self._marks and self._marks[0][0] < self._consumed:
+                for task, done in self._marks.popleft()[1]:
+                    if key(task) not in self._early:
+                        self._trained.trained(task, done)
             while self._ends and self._ends[0][0] <= self._consumed:
                 self._loop.finish(self._ends.popleft()[1])
 
-    def _release_read(self) -> None:
-        """Reports finished every task all of whose records went into
-        batches (the prefetch thread calls it while the master has no task
-        to give)."""
+    def _holds(self) -> List[Tuple[Task, int]]:
+        """The source of checkpoints (held.py): without hold, the batch the
+        consumer holds is trained once it takes a checkpoint."""
+        if not self._hold and not self._closed:
+            self.consumed(self._yielded)
+        return []
+
+    def _waiting(self) -> bool:
+        """The prefetch thread found no task to take (it calls this before
+        it waits to ask again); says whether to end the loop there. Outside
+        a group the master ends a pass only once this trainer's last tasks
+        are finished, while their records may wait in batches formed and not
+        trained: when every task the master has left in the pass is this
+        trainer's, it ends the pass itself (its finishes, sent as its
+        batches are trained, end it at the master); else it reports
+        finished every task all of whose records went into batches, trained
+        or not. A rank's pass ends with its plan: it waits."""
+        if self.ranks is not None:
+            return False
+        with self._mu:
+            if not self._ends:
+                return False
+        if self._loop.rest_is_ours():
+            log.debug("trainmaster: every task left in pass %s is this trainer's: ending the pass here", self.pass_)
+            return True
         with self._mu:
             while self._ends:
-                self._loop.finish(self._ends.popleft()[1])
+                task = self._ends.popleft()[1]
+                self._early.add(key(task))
+                self._loop.finish(task)
+        return False
 
     def close(self) -> None:
         """Ends the loop: its threads stop, and the finishes due are sent.
@@ -130,6 +179,7 @@ class Batches:
         self._done = True
         if not self._hold:
             self.consumed(self._yielded)
+        self._trained.detach(self._source)
         self._items.close()  # type: ignore[attr-defined]
         self._loop.end_finishes()
 
@@ -190,6 +240,8 @@ class Batches:
                 self._ended(item.task, batch)
             else:
                 batch.append(item.index if item.data is None else item.data)
+                if self._task is not None:
+                    self._forming[id(self._task)] = (self._task, item.position + 1)
                 if item.last:
                     # The End of its task follows at once: take it with this
                     # batch, so that the task is finished once this batch
@@ -211,6 +263,7 @@ class Batches:
     def _begin(self, task: Task) -> None:
         """Takes a rank's plan from its first task, checks the later ones
         against it."""
+        self._task = task
         if self.pass_ is None:
             self.pass_ = task["Pass"]
         if self.ranks is None:

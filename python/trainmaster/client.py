@@ -10,20 +10,31 @@ broken connections), and stop cleanly when all passes are done.
 Client holds the contract's calls; the parts are in calls (the JSON-RPC
 session and its retries), pipeline and position (the records pipeline) and
 tasks (reading a task), and batches (the batches of one pass, of a rank of
-a group or not); the shapes and codes of the wire are in wire."""
+a group or not), and held (what the loops trained that the master may not
+know yet: a data checkpoint's report); the shapes and codes of the wire
+are in wire. Every report of a task sends its Gen back (a rewind makes
+older generations' reports stale), and every GetTask carries an Ask of its
+own, sent again with a retry of the same call (calls.Calls resends the
+same argument): a GetTask answered but lost in a failover is answered the
+same dispatch."""
 
 from __future__ import annotations
 
+import random
 import ssl
+import threading
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, TypeVar, Union
 
 from .batches import Batches
 from .calls import Calls
+from .errors import MasterError
+from .held import Trained
 from .pipeline import Loop
 from .position import Record
 from .tasks import task_indexes
-from .wire import (DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL, MAX_ERROR_BYTES, MAX_TRAINER_NAME_BYTES, Dataset,
-                   Progress, ProgressReply, Task, check_rank, cut_reason, trainer_name)
+from .wire import (DEFAULT_DATASET, DEFAULT_PROGRESS_INTERVAL, MAX_ERROR_BYTES, MAX_TRAINER_NAME_BYTES, Checkpoint,
+                   CheckpointReply, Dataset, Progress, ProgressReply, Report, Rewind, RewindReply, Task,
+                   check_checkpoint, check_rank, check_rewind, cut_reason, trainer_name)
 
 __all__ = ["Client", "Record", "Batches", "DEFAULT_DATASET", "MAX_ERROR_BYTES", "MAX_TRAINER_NAME_BYTES", "task_indexes"]
 
@@ -50,7 +61,13 @@ class Client:
     "train", the one report_dataset reports): its tasks are the ones
     get_task asks for and records() yields, and every task and progress
     report it sends names it; declare() declares it, start_round() and
-    dataset_status() are about it."""
+    dataset_status() are about it.
+
+    Data checkpoints (checkpoint, rewind): the data position saved with
+    the model. A record counts as trained once the loop has it and asks
+    for the next one, or takes a checkpoint; records read ahead do not.
+    trained keeps what this client's loops trained that the master may not
+    know yet (the Held of its checkpoint reports)."""
 
     def __init__(self, resolver: Union[str, Callable[[], str]], *, token: Optional[str] = None,
                  tls: Optional[ssl.SSLContext] = None, server_name: Optional[str] = None, prefetch: int = 1,
@@ -69,6 +86,11 @@ class Client:
         self.progress_interval = DEFAULT_PROGRESS_INTERVAL if progress_interval is None else progress_interval
         self.dataset = dataset or DEFAULT_DATASET
         self._next_rank_pass = 0  # the pass after the last one a rank's batches() began
+        self.trained = Trained(self.dataset)
+        # The number of the last GetTask (wire.Task.Ask), from a random
+        # start: a trainer restarted with the same name asks anew.
+        self._asks = random.getrandbits(62)
+        self._asks_mu = threading.Lock()
 
     # The contract's calls.
 
@@ -140,7 +162,7 @@ class Client:
         handed its whole share, NoTask while the master is not at one_pass
         yet, BadGroup or PassTooSmall (final) for a group the pass
         cannot serve."""
-        arg: Dict[str, Any] = {"Trainer": self.name}
+        arg: Dict[str, Any] = {"Trainer": self.name, "Ask": self._ask()}
         if one_pass is not None:
             arg.update(OnePass=True, Pass=one_pass)
         if group is not None:
@@ -152,9 +174,24 @@ class Client:
             arg.update(Ranks=ranks, Batch=batch)
         return self._call("GetTask", self._named(arg, self.dataset))
 
+    def _ask(self) -> int:
+        """The number of a new GetTask call (its retries, calls.Calls,
+        send the same argument, and so the same number)."""
+        with self._asks_mu:
+            self._asks += 1
+            return self._asks
+
     def task_finished(self, task: Task) -> int:
-        """Reports every record of task consumed; returns the report code."""
-        return self._call("TaskFinished", self._report(task))
+        """Reports every record of task consumed; returns the report code.
+        Once the master answered (or refused) it, the task is no longer
+        held for checkpoints."""
+        try:
+            code = self._call("TaskFinished", self._report(task))
+        except MasterError:
+            self.trained.acked(task)
+            raise
+        self.trained.acked(task)
+        return code
 
     def task_failed(self, task: Task, reason: str) -> int:
         """Reports task failed, with reason cut to MAX_ERROR_BYTES."""
@@ -174,14 +211,65 @@ class Client:
         within, the call gives up (ConnectionLost) after that many seconds
         without an answer instead of retrying until the master answers."""
         progress = Progress(Index=task["Index"], Epoch=task["Epoch"], Pass=task["Pass"], Trainer=self.name, Done=done)
+        if task.get("Gen"):
+            progress["Gen"] = task["Gen"]
         reply = self._call("TaskProgress", self._named(progress, self._dataset_of(task)), within=within)
-        return ProgressReply(Report=reply.get("Report", 0), To=reply.get("To") or 0)
+        code = reply.get("Report", 0)
+        if code == Report.RECORDED:
+            self.trained.reported(task, done)
+        return ProgressReply(Report=code, To=reply.get("To") or 0)
+
+    def checkpoint(self, name: str, trainers: int = 1, pin: bool = False) -> CheckpointReply:
+        """Takes part in the data checkpoint called name (Master.Checkpoint),
+        taken by trainers trainers together (1: this client alone; the W
+        ranks of a group, each calling it at the same step, with the same
+        name), pinned if pin (kept beyond the master's -checkpoints-kept).
+        It reports every task this client's loops trained that the master
+        may not know yet (Held): the tasks all of whose records were
+        trained and whose finish the master has not answered yet, and the
+        task being trained with the position trained through: the record
+        (or batch) the loop holds counts as trained, records read ahead do
+        not. It returns once every trainer of the checkpoint reported and
+        the master stored it: {"ID": id, "Kept": [ids kept, oldest
+        first]}; keep the ID with the model. Raises CheckpointIncomplete
+        when not every trainer reported within the master's
+        -checkpoint-wait (nothing was stored), BadCheckpoint for a name
+        empty or longer than MAX_CHECKPOINT_NAME_BYTES. Call it from the
+        loop's body (between two batches, or at a record), where the model
+        is saved."""
+        held = self.trained.held()
+        check_checkpoint(name, trainers, len(held))
+        arg = Checkpoint(Name=name, Trainer=self.name, Trainers=trainers)
+        if pin:
+            arg["Pin"] = True
+        if held:
+            arg["Held"] = held
+        reply = self._call("Checkpoint", arg)
+        return CheckpointReply(ID=reply.get("ID") or 0, Kept=list(reply.get("Kept") or []))
+
+    def rewind(self, checkpoint_id: int, restart: str) -> RewindReply:
+        """Takes the master back to checkpoint checkpoint_id for the restart
+        called restart (Master.Rewind): every dataset of the job goes back
+        to what it held trained then, in a new generation (reports of
+        earlier dispatches are answered stale pass). Every trainer (rank)
+        of a restart calls it, with the same restart, before its first
+        loop; the first call rewinds, the others (and retries) find it
+        done: {"Rewound": True} for that first call only, "Datasets": the
+        datasets taken back. restart names one restart: a later restart
+        from the same checkpoint names another. Raises UnknownCheckpoint
+        for a checkpoint the master does not keep."""
+        check_rewind(checkpoint_id, restart)
+        reply = self._call("Rewind", Rewind(ID=checkpoint_id, Restart=restart, Trainer=self.name))
+        self.trained.clear()  # every dispatch before is of an older generation now
+        return RewindReply(Rewound=bool(reply.get("Rewound")), Datasets=list(reply.get("Datasets") or []))
 
     def _report(self, task: Task) -> Task:
-        """What is sent back of a task: its identity, never its blocks, this
-        trainer's name and the task's dataset."""
-        return self._named(Task(Index=task["Index"], Epoch=task["Epoch"], Pass=task["Pass"], Trainer=self.name),
-                           self._dataset_of(task))
+        """What is sent back of a task: its identity (with its Gen), never
+        its blocks, this trainer's name and the task's dataset."""
+        report = Task(Index=task["Index"], Epoch=task["Epoch"], Pass=task["Pass"], Trainer=self.name)
+        if task.get("Gen"):
+            report["Gen"] = task["Gen"]
+        return self._named(report, self._dataset_of(task))
 
     def _dataset_of(self, task: Task) -> str:
         """The dataset of a task: the one the master named in it (it omits
@@ -241,9 +329,12 @@ class Client:
         and PassTooSmall, are raised. Without group, it yields batches of
         batch_size, the last smaller, of the pass of its first task (or
         of_pass), and ends when the pass is over at the master
-        (records(per_pass=True)); its last tasks are reported finished
-        once all their records went into batches and the master has no
-        task to give (it ends the pass only once they are).
+        (records(per_pass=True)), or when the master has no task to give
+        and every task it has left in the pass is this trainer's (its last
+        finishes then end the pass at the master); when other trainers
+        hold tasks of the pass too, its last tasks are reported finished
+        once all their records went into batches (the master ends the
+        pass only once they are).
 
         Tasks are fetched and read one ahead (prefetch) in a background
         thread, waiting with backoff while the master has none to give

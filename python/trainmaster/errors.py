@@ -4,7 +4,8 @@ from __future__ import annotations
 
 __all__ = [
     "MasterError", "NoTask", "AllDone", "PassOver", "NoDataset", "NotServing", "Unauthorized", "RoundRunning",
-    "RankDone", "BadGroup", "PassTooSmall", "ConnectionLost", "from_text",
+    "RankDone", "BadGroup", "PassTooSmall", "UnknownCheckpoint", "CheckpointIncomplete", "BadCheckpoint",
+    "ConnectionLost", "from_text",
 ]
 
 # The error texts of the wire contract (wire.Text*, doc/protocol.md); stable:
@@ -20,6 +21,10 @@ TEXT_PASS_OVER = "pass over"
 TEXT_RANK_DONE = "rank done"
 TEXT_BAD_GROUP = "bad group"
 TEXT_PASS_TOO_SMALL = "pass too small for the group"
+# Data checkpoints (go/wire/checkpoint.go).
+TEXT_UNKNOWN_CHECKPOINT = "unknown checkpoint"
+TEXT_CHECKPOINT_INCOMPLETE = "checkpoint incomplete"
+TEXT_BAD_CHECKPOINT = "bad checkpoint"
 
 
 class MasterError(Exception):
@@ -79,6 +84,24 @@ class PassTooSmall(MasterError):
     numbers."""
 
 
+class UnknownCheckpoint(MasterError):
+    """Rewind named a checkpoint the master does not keep (never taken, or
+    dropped past its -checkpoints-kept): final; the message names the
+    checkpoints kept."""
+
+
+class CheckpointIncomplete(MasterError):
+    """Not every trainer of a checkpoint reported within the master's
+    -checkpoint-wait (a rank died, or is far behind), or the trainers named
+    different numbers of trainers: nothing was stored. Take it again."""
+
+
+class BadCheckpoint(MasterError):
+    """A checkpoint or rewind outside the contract's bounds (a name empty
+    or too long, too many held tasks, a position past a task's end), or a
+    rewind to a checkpoint of a dataset cut otherwise since: final."""
+
+
 class ConnectionLost(Exception):
     """The connection to the master failed: the call is retried elsewhere."""
 
@@ -90,7 +113,9 @@ def from_text(text: str) -> MasterError:
     for cls, known in ((NotServing, TEXT_NOT_SERVING), (Unauthorized, TEXT_UNAUTHORIZED),
                        (BadGroup, TEXT_BAD_GROUP), (PassTooSmall, TEXT_PASS_TOO_SMALL), (RankDone, TEXT_RANK_DONE),
                        (AllDone, TEXT_ALL_DONE), (NoTask, TEXT_NO_TASK), (NoDataset, TEXT_NO_DATASET),
-                       (RoundRunning, TEXT_ROUND_RUNNING), (PassOver, TEXT_PASS_OVER)):
+                       (RoundRunning, TEXT_ROUND_RUNNING), (PassOver, TEXT_PASS_OVER),
+                       (UnknownCheckpoint, TEXT_UNKNOWN_CHECKPOINT), (CheckpointIncomplete, TEXT_CHECKPOINT_INCOMPLETE),
+                       (BadCheckpoint, TEXT_BAD_CHECKPOINT)):
         if known in text:
             return cls(text)
     return MasterError(text)

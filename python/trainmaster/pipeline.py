@@ -8,7 +8,13 @@ of the pass was handed to it; a loop with marks yields each task's Begin
 and End around its records and leaves its finishes to the consumer
 (Loop.finish), for a consumer that forms batches and reports a task
 finished only once the batch holding its last record was trained
-(batches.Batches)."""
+(batches.Batches).
+
+A loop notes what its consumer trained in the client's trained (held.py),
+for checkpoints: a records() loop the task it yields, through the record
+the consumer holds, and each task it queues the finish of; a loop with
+marks leaves that to its consumer too, and its progress reports say only
+what the consumer noted trained (Position's trained_only)."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Protocol
 
 from . import recordio, tasks
 from .errors import AllDone, ConnectionLost, MasterError, NoTask, PassOver, RankDone
+from .held import Trained
 from .position import Position, Record, Reporter
 from .wire import Task
 
@@ -40,6 +47,9 @@ class Source(Reporter, Protocol):
 
     prefetch: int
     call_timeout: float
+    trained: Trained
+
+    def dataset_status(self, name: Optional[str] = None) -> Any: ...
 
     def get_task(self, one_pass: Optional[int] = None, group: Optional[Tuple[int, int, int]] = None) -> Task: ...
 
@@ -107,8 +117,14 @@ class Loop:
         self._ahead: "queue.Queue[Union[_Loaded, _End]]" = queue.Queue(maxsize=max(client.prefetch, 1))
         self._finished: "queue.Queue[Optional[Task]]" = queue.Queue()  # None: no more
         self._stop = threading.Event()
-        self._position = Position(client)
+        self._position = Position(client, trained_only=marks)
         self._reporting = client.progress_interval > 0 and not finish_when_read
+        # The dispatches fetched whose finish is not queued yet (nor
+        # failed, nor dropped): what this loop holds at the master.
+        self._held_mu = threading.Lock()
+        self._outstanding = 0
+        # A records() loop notes what its consumer trained (see the module).
+        self._notes = not marks and not finish_when_read
 
     def run(self) -> Iterator[Union[Record, Begin, End]]:
         """Yields the records, starting the threads at the first; stops them
@@ -123,23 +139,64 @@ class Loop:
         reporter.start()
         if self._reporting:
             progress.start()
+        source = self._client.trained.attach(self._holds) if self._notes else None
         try:
             while isinstance(item := self._ahead.get(), _Loaded):
                 yield from self._yield_task(item)
             if item.error is not None:
                 raise item.error
         finally:
+            if source is not None:
+                self._client.trained.detach(source)
             self._close(fetcher, reporter, progress)
 
-    def set_on_wait(self, on_wait: Optional[Callable[[], None]]) -> None:
+    @property
+    def trained(self) -> Trained:
+        """The client's record of what its loops trained (held.py)."""
+        return self._client.trained
+
+    def _holds(self) -> List[Tuple[Task, int]]:
+        """A records() loop's source for checkpoints: the task it yields,
+        through the record its consumer holds."""
+        current = self._position.current()
+        return [current] if current is not None else []
+
+    def rest_is_ours(self) -> bool:
+        """Whether every task of the pass left at the master is this loop's:
+        none to hand out (Todo 0), and no more pending than this loop holds
+        (the finishes it queued may not be recorded yet: then it cannot
+        tell, and says no). A loop outside any group may then end its pass
+        before the master does: its last finishes end it."""
+        with self._held_mu:
+            mine = self._outstanding
+        if mine <= 0 or self._pass is None:
+            return False
+        try:
+            st = self._client.dataset_status()
+        except (MasterError, ConnectionLost) as e:
+            log.debug("trainmaster: no status of the pass: %s", e)
+            return False
+        if not isinstance(st, dict) or st.get("Pass") != self._pass or st.get("AllDone") or "Todo" not in st:
+            return False
+        return st["Todo"] == 0 and 0 < st.get("Pending", 0) <= mine
+
+    def _settled(self) -> None:
+        """A dispatch of this loop's left it: its finish queued, reported
+        failed, or dropped."""
+        with self._held_mu:
+            self._outstanding -= 1
+
+    def set_on_wait(self, on_wait: Optional[Callable[[], bool]]) -> None:
         """Has the prefetch thread call on_wait each time the master has no
-        task to give, before it waits to ask again; set before run."""
+        task to give, before it waits to ask again; set before run. on_wait
+        returning True ends the loop there, as the end of its pass."""
         self._on_wait = on_wait
 
     def finish(self, task: Task) -> None:
         """Queues the finish of a task a loop with marks yielded the End of,
         for the reporter thread; also once the loop ended, until
         end_finishes."""
+        self._settled()
         self._finished.put(task)
 
     def end_finishes(self) -> None:
@@ -158,16 +215,27 @@ class Loop:
         if self._reporting and time.monotonic() - item.fetched >= CHECK_AFTER:
             checked = self._position.check(task)
             if checked is None:
+                if not self._finish_when_read:
+                    self._settled()
                 return  # another trainer's now: neither trained nor reported finished
             task = checked
         if self._marks:
             yield Begin(task)
         yield from self._position.begin(task, item.records, item.ranged)
-        if self._position.end() or self._finish_when_read:
+        through = self._position.current()
+        if self._position.end():
+            self._client.trained.forget(task)
+            if not self._finish_when_read:
+                self._settled()
+            return
+        if self._finish_when_read:
             return
         if self._marks:
             yield End(task)
         else:
+            if self._notes and through is not None:
+                self._client.trained.trained(*through)
+            self._settled()
             self._finished.put(task)
 
     def _close(self, fetcher: threading.Thread, reporter: threading.Thread, progress: threading.Thread) -> None:
@@ -204,6 +272,9 @@ class Loop:
                 task = self._next_task()
                 if task is None:
                     break
+                if not self._finish_when_read:
+                    with self._held_mu:
+                        self._outstanding += 1
                 loaded = self._load(task)
                 if loaded is not None:
                     self._queue(loaded)
@@ -226,8 +297,8 @@ class Loop:
                 else:
                     task = self._client.get_task()
             except NoTask:
-                if self._on_wait is not None:
-                    self._on_wait()
+                if self._on_wait is not None and self._on_wait():
+                    return None  # the rest of the pass is this loop's: it ends its pass itself
                 self._backoff(attempt)
                 attempt += 1
                 continue
@@ -248,6 +319,8 @@ class Loop:
             records, ranged = tasks.training_order(task)
         except (recordio.RecordIOError, OSError, tasks.BadRange) as e:
             log.warning("trainmaster: task %d cannot be read, reporting it failed: %s", task["Index"], e)
+            if not self._finish_when_read:
+                self._settled()
             self._client.task_failed(task, str(e))
             return None
         if self._finish_when_read:

@@ -10,9 +10,10 @@ import functools
 import itertools
 import logging
 import threading
-from typing import Any, Iterator, List, NamedTuple, Optional, Protocol
+from typing import Any, Iterator, List, NamedTuple, Optional, Protocol, Tuple
 
 from .errors import ConnectionLost, MasterError
+from .held import Trained
 from .wire import HEARD, MIN_PROGRESS_INTERVAL, NOT_OURS, ProgressReply, Task, progress_every, root
 
 __all__ = ["Record", "Position", "Reporter", "CHECK_WAIT"]
@@ -63,6 +64,7 @@ class Reporter(Protocol):
 
     progress_interval: float
     follows_master: bool  # report as often as each task asks, not every progress_interval
+    trained: Trained  # what the consumer trained (trained_only)
 
     def task_progress(self, task: Task, done: int, *, within: Optional[float] = None) -> ProgressReply: ...
 
@@ -83,10 +85,17 @@ class Position:
     task is reported finished as usual. The records' last flags come, in C
     too, from an iterator over a list of its own: a cut sets the flag of
     the record at the cut, which the loop reads only if it has not yet
-    yielded that record."""
+    yielded that record.
 
-    def __init__(self, client: Reporter) -> None:
+    With trained_only (a loop whose consumer forms batches ahead of
+    training them), a report says only what the client's trained holds of
+    the task (what the consumer noted trained), never more than was
+    yielded: so that the master's position, which a data checkpoint counts
+    as trained, holds no record read ahead."""
+
+    def __init__(self, client: Reporter, *, trained_only: bool = False) -> None:
         self._client = client
+        self._trained_only = trained_only
         self._mu = threading.Lock()  # guards every field below: the loop's thread and the reporter's share them
         self._task: Optional[Task] = None
         self._records: List[Any] = []
@@ -132,6 +141,14 @@ class Position:
             # changes nothing to what a cut or a drop does.
             return map(_make_record, zip(itertools.repeat(None, left), *fields, it))
         return map(_make_record, zip(it, *fields, itertools.repeat(None, left)))
+
+    def current(self) -> Optional[Tuple[Task, int]]:
+        """The task yielded, with the position before which its records
+        were yielded (the consumer has the last); None between tasks."""
+        with self._mu:
+            if self._task is None:
+                return None
+            return self._task, self._n - self._it.__length_hint__()
 
     def end(self) -> bool:
         """Ends the task; says whether it was dropped."""
@@ -198,6 +215,9 @@ class Position:
             if task is None:
                 return
             done = self._n - self._it.__length_hint__()
+            if self._trained_only:
+                trained = self._client.trained.through(task)
+                done = min(done, self._start if trained is None else trained)
             if done <= self._sent:
                 return
             self._sent = done

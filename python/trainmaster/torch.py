@@ -4,7 +4,9 @@ Two loaders (doc/pytorch.md compares them): TaskDataset, an
 IterableDataset under torch's own DataLoader, each worker a trainer of its
 own; and DataLoader, whose main process is the trainer (one per rank of a
 DDP group), forming the batches itself, its workers only transforming and
-collating records: the loader for synchronous data-parallel training.
+collating records: the loader for synchronous data-parallel training,
+whose state_dict() and load_state_dict() save the data position with the
+model and go back to it after a crash (doc/pytorch.md, Checkpoints).
 
 With a DataLoader and num_workers > 1, each worker process is a trainer of
 its own (its own connection, its own tasks): the master hands each task of a
@@ -35,6 +37,7 @@ import logging
 import multiprocessing
 import multiprocessing.connection
 import re
+import secrets
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch.distributed
@@ -200,9 +203,10 @@ class DataLoader:
     reported finished once every record of it was in a batch the loop
     received and the loop asked for the next (or left the pass): batches
     formed ahead for torch's prefetching are not trained yet (without a
-    group, a pass's last tasks are reported finished once all their
-    records went into batches and the master has no task to give: it ends
-    the pass only once they are). One iteration at a time.
+    group, when other trainers hold tasks of the pass too, a pass's last
+    tasks are reported finished once all their records went into batches
+    and the master has no task to give: it ends the pass only once they
+    are; see Client.batches). One iteration at a time.
 
     num_workers, collate_fn and torch's other DataLoader arguments
     (pin_memory, timeout, worker_init_fn, multiprocessing_context,
@@ -217,11 +221,26 @@ class DataLoader:
     logs a warning, starts new workers (all of them: the rank's other
     workers are restarted too), and has them make first the batches
     already formed and not delivered, in order: no record is lost or
-    delivered twice. worker_pids are the pids of the current workers."""
+    delivered twice. worker_pids are the pids of the current workers.
+
+    Data checkpoints, as torchdata's StatefulDataLoader: state_dict(),
+    called by every rank at the same step, after its optimizer step, takes
+    a checkpoint of the data position at the master with every rank and
+    returns a small dict to save with the model and the optimizer;
+    load_state_dict(state), called by every rank of the restarted job
+    before its first `for`, takes the master back to it: the next `for`
+    yields the rest of that pass, on this job's world size. Trained are the
+    batches delivered to the loop up to state_dict (the one it just stepped
+    on included); batches formed or prefetched by workers and not delivered
+    are not. restart names this job's checkpoints (default: drawn by rank
+    0 and broadcast through torch.distributed as the first `for` begins,
+    or as load_state_dict runs; give one, the same on every rank and new
+    at each start of the job, for a group given by hand without
+    torch.distributed)."""
 
     def __init__(self, dataset: TaskDataset, batch_size: int, *, num_workers: int = 0,
                  group: Optional[Tuple[int, int]] = None, collate_fn: Optional[Callable[[List[Any]], Any]] = None,
-                 **kwargs: Any) -> None:
+                 restart: Optional[str] = None, **kwargs: Any) -> None:
         if not isinstance(dataset, TaskDataset):
             raise TypeError(f"dataset is a TaskDataset, not {type(dataset).__name__}")
         refused = _OURS & set(kwargs)
@@ -242,6 +261,12 @@ class DataLoader:
         self._batches: Optional[Batches] = None
         self._iterator: Any = None
         self.pass_: Optional[int] = None  # the pass of the current (or last) iteration
+        self._iterating = False  # a `for` runs
+        self._delivered = 0  # batches of it delivered to the loop
+        self._given_restart = restart
+        self._restart_id = restart  # the name of this job's checkpoints (and of its restart, after load_state_dict)
+        self._checkpoints = 0  # checkpoints taken in it
+        self.rewound: Optional[Dict[str, Any]] = None  # load_state_dict's Rewind answer
 
     @property
     def group(self) -> Optional[Tuple[int, int]]:
@@ -288,13 +313,85 @@ class DataLoader:
         if self._client is not None:
             self._client.close()
 
+    def state_dict(self) -> Dict[str, Any]:
+        """Takes a data checkpoint with every rank, and returns what to save
+        with the model: a small dict (no record data), the same on every
+        rank: {"checkpoint": the master's ID, "name", "restart", "pass": the
+        pass the next `for` after load_state_dict trains the rest of,
+        "ranks", "batch_size", "dataset"}.
+
+        Every rank calls it at the same step, after its optimizer step (or
+        between two `for`s): it returns once every rank took it (a barrier;
+        CheckpointIncomplete when a rank did not come within the master's
+        -checkpoint-wait: nothing was stored). Trained, in the pass being
+        trained, are the records of the batches delivered to the loop (the
+        one it just stepped on included), on every rank; batches formed or
+        prefetched by the workers and not delivered are not."""
+        group = self.group
+        ranks = group[1] if group is not None else 1
+        if self._restart_id is None:
+            self._restart_id = self._agree(_restart_name(), "state_dict")
+        batches = self._batches
+        if self._iterating and batches is not None:
+            batches.consumed(self._delivered)  # the batch the loop stepped on is trained
+            p = self.pass_
+        elif self._next_pass is not None:
+            p = self._next_pass
+        else:
+            p = self.client.dataset_status().get("Pass", 0)
+        self._checkpoints += 1
+        name = f"{self._restart_id}-{self._checkpoints}"
+        reply = self.client.checkpoint(name, trainers=ranks)
+        return {"checkpoint": reply["ID"], "name": name, "restart": self._restart_id, "pass": p, "ranks": ranks,
+                "batch_size": self.batch_size, "dataset": self.dataset.dataset_name}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Takes the master back to the checkpoint of state (state_dict's):
+        called by every rank of the restarted job, the same state, before
+        its first `for`. The restart's name is drawn by rank 0 and
+        broadcast (or the loader's restart), so that the master rewinds
+        once (Client.rewind: the first rank's call rewinds, the others find
+        it done). The next `for` yields the rest of the checkpoint's pass
+        (possibly nothing: every rank then runs no step), shared out
+        between this job's ranks, whatever their number; the one after it
+        the next pass. rewound is the master's answer."""
+        if self._iterating:
+            raise RuntimeError("load_state_dict while a `for` over the loader runs: call it before the first")
+        restart = self._given_restart or self._agree(_restart_name(), "load_state_dict")
+        self.rewound = dict(self.client.rewind(int(state["checkpoint"]), restart))
+        self._restart_id, self._checkpoints = restart, 0
+        self._next_pass = int(state["pass"])
+        log.info("trainmaster: restart %s from checkpoint %s (%s): pass %d%s", restart, state["checkpoint"],
+                 state.get("name"), self._next_pass, " rewound" if self.rewound["Rewound"] else "")
+
+    def _agree(self, drawn: str, what: str) -> str:
+        """drawn on rank 0, as every rank of the group receives it
+        (torch.distributed's broadcast_object_list); drawn outside a
+        group."""
+        group = self.group
+        if group is None or group[1] == 1:
+            return drawn
+        if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+            raise RuntimeError(f"DataLoader.{what}: a group given by hand, without torch.distributed: give the loader "
+                               "restart=, a name the same on every rank and new at each restart")
+        shared: List[Optional[str]] = [drawn if torch.distributed.get_rank() == 0 else None]
+        torch.distributed.broadcast_object_list(shared, src=0)
+        return str(shared[0])
+
     def __iter__(self) -> Iterator[Any]:
         client, group = self.client, self.group
+        if self._restart_id is None and (group is None or group[1] == 1 or torch.distributed.is_initialized()):
+            # The name of this job's checkpoints, agreed on now, as every
+            # rank begins its first `for`: state_dict then needs no
+            # collective call (a rank calling it alone is told
+            # CheckpointIncomplete, it does not hang in a broadcast).
+            self._restart_id = self._agree(_restart_name(), "__iter__")
         p = self._next_pass if self._next_pass is not None else client.dataset_status().get("Pass", 0)
         self.pass_ = p
         batches = client.batches(self.batch_size, group=group, of_pass=p, hold=True)
         self._batches = batches
         self._feed.start(batches)
+        self._iterating, self._delivered = True, 0
         delivered = 0
         try:
             while True:
@@ -312,9 +409,11 @@ class DataLoader:
                     continue
                 self._feed.delivered()
                 delivered += 1
+                self._delivered = delivered
                 yield batch
                 batches.consumed(delivered)  # the loop asks for the next: this one was trained
         finally:
+            self._iterating = False
             batches.consumed(delivered)
             if not self._torch.persistent_workers:
                 _shutdown(self._iterator)
@@ -354,6 +453,11 @@ class DataLoader:
         _shutdown(self._iterator)
         self._iterator = None
         self._torch._iterator = None  # persistent workers too: new ones
+
+
+def _restart_name() -> str:
+    """A name for a job's checkpoints, new at each start of the job."""
+    return f"r{secrets.token_hex(6)}"
 
 
 class _Transformed(torch.utils.data.Dataset):

@@ -13,12 +13,14 @@ import random
 import socket
 from typing import List, NotRequired, Optional, Required, TypedDict
 
-from .errors import BadGroup, PassTooSmall
+from .errors import BadCheckpoint, BadGroup, PassTooSmall
 
 __all__ = [
     "Report", "NOT_OURS", "HEARD", "Block", "Task", "Progress", "ProgressReply", "Dataset", "DEFAULT_DATASET", "MAX_ERROR_BYTES",
     "MAX_TRAINER_NAME_BYTES", "DEFAULT_PROGRESS_INTERVAL", "MIN_PROGRESS_INTERVAL", "progress_every", "cut_reason", "trainer_name", "root",
     "MAX_RANKS", "MAX_BATCH_SIZE", "check_rank", "group_share", "group_batches", "batch_sizes", "check_pass",
+    "MAX_CHECKPOINT_NAME_BYTES", "MAX_HELD", "Held", "Checkpoint", "CheckpointReply", "Rewind", "RewindReply",
+    "check_checkpoint", "check_rewind",
 ]
 
 # The dataset of calls that name none (wire.DefaultDataset): the one
@@ -44,6 +46,12 @@ MIN_PROGRESS_INTERVAL = 1.0
 # (wire.MaxRanks, wire.MaxBatchSize): what a GetTask of a rank may ask for.
 MAX_RANKS = 1 << 16
 MAX_BATCH_SIZE = 1 << 20
+
+# The most bytes of a checkpoint's name (and of a rewind's restart), and the
+# most tasks one trainer's checkpoint report holds (wire.MaxCheckpointNameBytes,
+# wire.MaxHeld).
+MAX_CHECKPOINT_NAME_BYTES = 128
+MAX_HELD = 1024
 
 
 class Report(enum.IntEnum):
@@ -93,7 +101,14 @@ class Task(TypedDict, total=False):
     task handed to a rank, its plan of the pass: its share of the pass's
     records, the batches every rank forms, and what of its share is still
     to be handed to it after this task (0, omitted: this task ends it).
-    See group_share and batch_sizes."""
+    See group_share and batch_sizes.
+
+    Gen is, in a task handed out, the generation of its dataset's pass
+    state (0 until the first Master.Rewind): it goes back in every report
+    of the task (a report of an older generation is answered stale pass).
+    Ask, in GetTask's argument, numbers the call: a retry of the same call
+    sends the same number, and the master answers it the dispatch that
+    answered the call whose reply was lost."""
 
     Index: Required[int]
     Epoch: Required[int]
@@ -117,11 +132,14 @@ class Task(TypedDict, total=False):
     RankRecords: int
     RankBatches: int
     RankLeft: int
+    Gen: int
+    Ask: int
 
 
 class Progress(TypedDict):
-    """What TaskProgress carries (wire.Progress): the dispatch, and the
-    position Done reached in its record order."""
+    """What TaskProgress carries (wire.Progress): the dispatch (with its
+    Gen, omitted at 0), and the position Done reached in its record
+    order."""
 
     Index: int
     Epoch: int
@@ -129,6 +147,7 @@ class Progress(TypedDict):
     Trainer: NotRequired[str]
     Dataset: NotRequired[str]
     Done: int
+    Gen: NotRequired[int]
 
 
 class ProgressReply(TypedDict):
@@ -150,6 +169,82 @@ class Dataset(TypedDict, total=False):
     RecordsPerTask: int
     Passes: int
     Endless: bool  # passes without end, until the job is stopped (Passes 0)
+
+
+class Held(TypedDict):
+    """A task a trainer holds or held, in its checkpoint report
+    (wire.Held): the dispatch as GetTask handed it out, and Done, the
+    position in the task's record order before which every record was
+    trained. Dataset is omitted for train, Gen at 0."""
+
+    Index: int
+    Epoch: int
+    Pass: int
+    Done: int
+    Dataset: NotRequired[str]
+    Gen: NotRequired[int]
+
+
+class Checkpoint(TypedDict):
+    """What Master.Checkpoint carries (wire.Checkpoint): the checkpoint's
+    name, the same from every trainer taking it; how many trainers take it
+    together; whether to keep it beyond -checkpoints-kept; and what this
+    trainer holds trained that the master may not know yet."""
+
+    Name: str
+    Trainer: NotRequired[str]
+    Trainers: int
+    Pin: NotRequired[bool]
+    Held: NotRequired[List[Held]]
+
+
+class CheckpointReply(TypedDict):
+    """Master.Checkpoint's answer (wire.CheckpointReply): the checkpoint's
+    ID, the same to every trainer of it, and the IDs kept after it, oldest
+    first."""
+
+    ID: int
+    Kept: List[int]
+
+
+class Rewind(TypedDict):
+    """What Master.Rewind carries (wire.Rewind): the checkpoint to go back
+    to, and the restart's name, the same from every rank of it."""
+
+    ID: int
+    Restart: str
+    Trainer: NotRequired[str]
+
+
+class RewindReply(TypedDict):
+    """Master.Rewind's answer (wire.RewindReply): whether this call rewound
+    (False: an earlier call of the same restart did), and the datasets
+    taken back, sorted."""
+
+    Rewound: bool
+    Datasets: List[str]
+
+
+def check_checkpoint(name: str, trainers: int, held: int = 0) -> None:
+    """Raises BadCheckpoint when a checkpoint named name, taken by trainers
+    trainers, reporting held tasks, is outside the contract's bounds
+    (wire.Checkpoint.Check), before it is sent."""
+    size = len(name.encode())
+    if not 1 <= size <= MAX_CHECKPOINT_NAME_BYTES:
+        raise BadCheckpoint(f"bad checkpoint: a name of {size} bytes (want 1 to {MAX_CHECKPOINT_NAME_BYTES})")
+    if not 1 <= trainers <= MAX_RANKS:
+        raise BadCheckpoint(f"bad checkpoint: checkpoint {name!r} taken by {trainers} trainers (want 1 to {MAX_RANKS})")
+    if held > MAX_HELD:
+        raise BadCheckpoint(f"bad checkpoint: checkpoint {name!r}: {held} tasks held (at most {MAX_HELD})")
+
+
+def check_rewind(checkpoint_id: int, restart: str) -> None:
+    """Raises BadCheckpoint when a rewind to checkpoint_id for restart is
+    outside the contract's bounds (wire.Rewind.Check)."""
+    size = len(restart.encode())
+    if checkpoint_id < 1 or not 1 <= size <= MAX_CHECKPOINT_NAME_BYTES:
+        raise BadCheckpoint(f"bad checkpoint: rewind to checkpoint {checkpoint_id} for a restart of {size} bytes "
+                            f"(want an ID from 1, a restart of 1 to {MAX_CHECKPOINT_NAME_BYTES} bytes)")
 
 
 def root(task: Task) -> int:
