@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,6 +30,8 @@ type report struct {
 	doneSet  map[[2]int]int        // {pass, task or piece} -> transitions to done seen in etcd
 	written  map[[2]int]bool       // {pass, task or piece} -> an entry was written (a piece exists)
 	passes   []int                 // values of the pass key, in order
+	gens     []int                 // the generation with each of passes (a rewind starts one)
+	g        groupFacts            // group mode's figures (model.go)
 
 	// The tasks each fault affected, until they leave their trainer:
 	// watched by task, and how long they took to be back in todo, or how
@@ -93,7 +90,7 @@ type taskLine struct {
 func newReport() *report {
 	return &report{faults: map[string]int{}, consumed: map[[2]int][]taskLine{}, doneSet: map[[2]int]int{}, written: map[[2]int]bool{}, killed: map[string]bool{},
 		watched: map[int]affected{}, backTodo: map[string][]time.Duration{}, stayed: map[string]int{},
-		faultedBy: map[[2]int]string{}, twice: map[string]int64{}}
+		faultedBy: map[[2]int]string{}, twice: map[string]int64{}, g: newGroupFacts()}
 }
 
 func (r *report) fault(kind string) {
@@ -159,9 +156,9 @@ func (r *report) event(ev *clientv3.Event) {
 	defer r.mu.Unlock()
 	switch {
 	case key == "/task_queues/train/pass" && ev.Type == clientv3.EventTypePut:
-		var p struct{ Pass int }
+		var p struct{ Pass, Gen int }
 		json.Unmarshal(ev.Kv.Value, &p)
-		r.passes = append(r.passes, p.Pass)
+		r.passes, r.gens = append(r.passes, p.Pass), append(r.gens, p.Gen)
 	case strings.HasPrefix(key, "/task_queues/train/tasks/") && ev.Type == clientv3.EventTypePut:
 		var e, prev storedEntry
 		json.Unmarshal(ev.Kv.Value, &e)
@@ -193,70 +190,25 @@ func (r *report) left(task int, e storedEntry, now time.Time) {
 	delete(r.watched, task)
 }
 
-// readTraces counts how many times each record of each task was trained
-// in each pass, from the trainers' -trace files: {pass, task} -> count by
-// position; and marks the records a trainer in killed trained:
-// {pass, task} -> by position.
-func readTraces(dir string, killed map[string]bool) (map[[2]int][]int, map[[2]int][]bool, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "trace-*"))
-	if err != nil {
-		return nil, nil, err
-	}
-	counts := map[[2]int][]int{}
-	byKilled := map[[2]int][]bool{}
-	for _, path := range paths {
-		wasKilled := killed[strings.TrimPrefix(filepath.Base(path), "trace-")]
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		lines := bufio.NewScanner(f)
-		for lines.Scan() {
-			var pass, task, pos int
-			if n, _ := fmt.Sscanf(lines.Text(), "%d %d %d", &pass, &task, &pos); n != 3 || pos < 0 || pos > 1<<24 {
-				continue // the last line of a trainer killed while writing it
-			}
-			c := counts[[2]int{pass, task}]
-			for len(c) <= pos {
-				c = append(c, 0)
-			}
-			c[pos]++
-			counts[[2]int{pass, task}] = c
-			if wasKilled {
-				k := byKilled[[2]int{pass, task}]
-				for len(k) <= pos {
-					k = append(k, false)
-				}
-				k[pos] = true
-				byKilled[[2]int{pass, task}] = k
-			}
-		}
-		f.Close()
-		if err := lines.Err(); err != nil {
-			return nil, nil, err
-		}
-	}
-	return counts, byKilled, nil
-}
-
-// verify compares what was consumed and committed with the dataset.
-func (r *report) verify(pattern string, o options) error {
+// verify compares what was consumed and committed with the dataset; in
+// group mode, the final model's history (model) too.
+func (r *report) verify(pattern string, o options, model []segment) error {
 	ds, err := dataset.Build([]string{pattern}, o.chunkTask)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.records = ds.NumRecords() * int64(o.passes)
+	if !o.independent {
+		return r.verifyGroup(ds, o, model)
+	}
 	traces, byKilled, err := readTraces(o.dir, r.killed)
 	if err != nil {
 		return err
 	}
 	for task := range ds.NumTasks() {
-		var refs []recordio.ChunkRef
-		for _, b := range ds.Blocks(task) {
-			refs = append(refs, recordio.ChunkRef{Path: b.Path, Chunk: b.Idx, Offset: b.Offset})
-		}
-		suffixes, err := client.SuffixDigests(recordio.NewScanner(refs), nil)
+		suffixes, err := taskDigests(ds, task)
 		if err != nil {
 			return err
 		}
@@ -288,9 +240,18 @@ func (r *report) verify(pattern string, o options) error {
 		r.pieces++
 		r.checkDone(k)
 	}
-	r.records = ds.NumRecords() * int64(o.passes)
 	r.passBack = !slices.IsSorted(r.passes) || len(r.passes) == 0 || r.passes[len(r.passes)-1] != o.passes
 	return nil
+}
+
+// taskDigests returns the digests of the suffixes of a task's records
+// (client.SuffixDigests): one more than its records.
+func taskDigests(ds *dataset.Dataset, task int) ([]client.Digest, error) {
+	var refs []recordio.ChunkRef
+	for _, b := range ds.Blocks(task) {
+		refs = append(refs, recordio.ChunkRef{Path: b.Path, Chunk: b.Idx, Offset: b.Offset})
+	}
+	return client.SuffixDigests(recordio.NewScanner(refs), nil)
 }
 
 // checkDone counts a task (or piece) of a pass not Done exactly once in
@@ -356,6 +317,11 @@ func at[T any](s []T, pos int) T {
 
 // verdict fails the run if a promise was broken.
 func (r *report) verdict() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.g.group {
+		return r.g.verdict(r.wrong)
+	}
 	var broken []string
 	if r.lost > 0 {
 		broken = append(broken, fmt.Sprintf("%d records lost", r.lost))
@@ -373,71 +339,4 @@ func (r *report) verdict() error {
 		return errors.Errorf("promises broken: %s", strings.Join(broken, "; "))
 	}
 	return nil
-}
-
-func (r *report) print(w io.Writer) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	fmt.Fprintf(w, "\n%-40s %s\n", "fault", "injected")
-	kinds := make([]string, 0, len(r.faults))
-	for k := range r.faults {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	for _, k := range kinds {
-		fmt.Fprintf(w, "%-40s %d\n", k, r.faults[k])
-	}
-	fmt.Fprintf(w, "\n%-40s %v\n", "training time", r.duration.Round(time.Millisecond))
-	if len(r.failovers) > 0 {
-		f := slices.Clone(r.failovers)
-		slices.Sort(f)
-		fmt.Fprintf(w, "%-40s %d: min %v, median %v, max %v\n", "failovers (fault to new leader serving)", len(f),
-			f[0].Round(time.Millisecond), f[len(f)/2].Round(time.Millisecond), f[len(f)-1].Round(time.Millisecond))
-	}
-	fmt.Fprintf(w, "%-40s %d\n", "records to train (all passes)", r.records)
-	fmt.Fprintf(w, "%-40s %d\n", "lost records (never trained, from the traces)", r.lost)
-	var twice int64
-	for _, n := range r.twice {
-		twice += n
-	}
-	fmt.Fprintf(w, "%-40s %d\n", "records trained twice (from the traces)", twice)
-	fmt.Fprintf(w, "%-40s %d tasks, %d records\n", "tasks consumed again after a fault", r.duplicates, r.dupRecords)
-	fmt.Fprintf(w, "%-40s %d (splits logged %d, backups %d)\n", "pieces cut from stragglers", r.pieces, r.splits, r.backups)
-	fmt.Fprintf(w, "\n%-40s %-10s %-28s %s\n", "fault", "tasks held", "back in todo: n, min/med/max", "records trained twice")
-	for _, k := range r.kinds() {
-		back := slices.Clone(r.backTodo[k])
-		slices.Sort(back)
-		times := "0"
-		if len(back) > 0 {
-			times = fmt.Sprintf("%d, %v/%v/%v", len(back), back[0].Round(10*time.Millisecond), back[len(back)/2].Round(10*time.Millisecond), back[len(back)-1].Round(10*time.Millisecond))
-		}
-		fmt.Fprintf(w, "%-40s %-10d %-28s %d\n", k, len(back)+r.stayed[k], times, r.twice[k])
-	}
-	fmt.Fprintf(w, "%-40s %d\n", "task consumptions with wrong records", r.wrong)
-	fmt.Fprintf(w, "%-40s twice %d, never %d\n", "tasks Done in etcd per pass, not once", r.doneTwice, r.doneNever)
-	fmt.Fprintf(w, "%-40s %v\n", "pass values in etcd, in order", compact(r.passes))
-	fmt.Fprintf(w, "%-40s %d\n", "stale fenced writes rejected", r.rejected)
-	for _, n := range r.notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-}
-
-// compact shows a sequence without its repeats.
-func compact(xs []int) []int { return slices.Compact(slices.Clone(xs)) }
-
-// kinds are the fault kinds with a figure in the held-tasks table.
-func (r *report) kinds() []string {
-	set := map[string]bool{}
-	for k := range r.backTodo {
-		set[k] = true
-	}
-	for k := range r.stayed {
-		set[k] = true
-	}
-	for k := range r.twice {
-		set[k] = true
-	}
-	kinds := slices.Collect(maps.Keys(set))
-	slices.Sort(kinds)
-	return kinds
 }

@@ -35,9 +35,10 @@ type cluster struct {
 	etcd     []*proc.Proc
 	masters  map[string]*proc.Proc
 	proxies  map[string]*proxy // each master reaches etcd through its own
-	trainers []*proc.Proc
-	names    []string // each trainer's name, new at each restart
-	starts   int      // trainer processes started
+	crew     crew              // how the trainers run: independent, or the ranks of a group
+	trainers []*proc.Proc      // the trainers now, by index (rank)
+	names    []string          // each trainer's name, new at each restart
+	starts   int               // trainer processes started
 	cli      *clientv3.Client
 	pattern  string
 
@@ -78,13 +79,12 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 			return nil, err
 		}
 	}
-	for i := range o.trainers {
-		if err := c.startTrainer(i, i == 0); err != nil {
-			return nil, err
-		}
+	c.crew = newCrew(c)
+	if err := c.crew.start(); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(out, "chaos: %d etcd members, 3 masters, %d trainers, %d records x %d passes, seed %d\n",
-		len(c.members), o.trainers, o.records, o.passes, o.seed)
+	fmt.Fprintf(out, "chaos: %d etcd members, 3 masters, %s, %d records x %d passes, seed %d\n",
+		len(c.members), c.crew, o.records, o.passes, o.seed)
 	start := time.Now()
 	if err := c.inject(ctx, start); err != nil {
 		return c.rep, err
@@ -94,7 +94,11 @@ func run(ctx context.Context, o options, out io.Writer) (*report, error) {
 	time.Sleep(time.Second)
 	stopWatch()
 	<-watched
-	return c.rep, c.rep.verify(c.pattern, o)
+	model, err := c.crew.model()
+	if err != nil {
+		return c.rep, err
+	}
+	return c.rep, c.rep.verify(c.pattern, o, model)
 }
 
 func writeDataset(o options) (string, error) {
@@ -183,7 +187,8 @@ func (c *cluster) startMaster(name string) error {
 	args := []string{"-endpoints", "http://" + px.addr(), "-addr", "127.0.0.1:0", "-ttl", "2",
 		"-passes", strconv.Itoa(c.o.passes), "-chunks-per-task", strconv.Itoa(c.o.chunkTask),
 		"-task-timeout-min", "2s", "-task-timeout-max", "20", "-etcd-dial-timeout", "30s", "-log-level", "debug", "-stragglers", c.o.stragglers,
-		"-task-timeout-factor", strconv.FormatFloat(c.o.timeoutFactor, 'g', -1, 64)}
+		"-task-timeout-factor", strconv.FormatFloat(c.o.timeoutFactor, 'g', -1, 64),
+		"-checkpoint-wait", c.o.checkpointWait.String(), "-checkpoints-kept", strconv.Itoa(c.o.checkpointsKept)}
 	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "master"), name, args, nil, func(line string) {
 		if m := servingRE.FindStringSubmatch(line); m != nil {
 			c.mu.Lock()
@@ -198,33 +203,13 @@ func (c *cluster) startMaster(name string) error {
 			c.rep.count(&c.rep.splits)
 		case strings.Contains(line, "straggler backed up"):
 			c.rep.count(&c.rep.backups)
+		default:
+			c.rep.checkpointLine(line)
 		}
 	})
 	c.mu.Lock()
 	c.masters[name] = p
 	c.mu.Unlock()
-	return err
-}
-
-func (c *cluster) startTrainer(i int, report bool) error {
-	delay := c.o.recordDelay
-	if i == 0 && c.o.trainers > 1 && c.o.slow > 1 {
-		delay = time.Duration(float64(delay) * c.o.slow)
-	}
-	c.starts++
-	name := fmt.Sprintf("trainer-%d.%d", i, c.starts) // a new process is a new trainer: never the name of one killed
-	args := []string{"-endpoints", strings.Join(c.endpoints(), ","), "-json", "-record-delay", delay.String(),
-		"-etcd-dial-timeout", "60s", "-name", name, "-trace", filepath.Join(c.o.dir, "trace-"+name),
-		"-progress-interval", c.o.progress.String()}
-	if report {
-		args = append(args, "-dataset", c.pattern)
-	}
-	p, err := proc.Start(c.o.dir, filepath.Join(c.o.bin, "trainer"), fmt.Sprintf("trainer-%d", i), args, c.rep.trainerLine, nil)
-	if i < len(c.trainers) {
-		c.trainers[i], c.names[i] = p, name
-	} else {
-		c.trainers, c.names = append(c.trainers, p), append(c.names, name)
-	}
 	return err
 }
 
@@ -240,19 +225,6 @@ func (c *cluster) leader(ctx context.Context) (string, *proc.Proc) {
 	defer c.mu.Unlock()
 	name := c.serving[string(resp.Kvs[0].Value)]
 	return name, c.masters[name]
-}
-
-// trainingDone reports whether every trainer has exited by itself.
-func (c *cluster) trainingDone() (bool, error) {
-	for _, t := range c.trainers {
-		if !t.Exited() {
-			return false, nil
-		}
-		if err := t.Err(); err != nil {
-			return true, errors.Errorf("%s exited: %v (log in %s)", t.Name, err, t.Log)
-		}
-	}
-	return true, nil
 }
 
 func (c *cluster) stopAll() {
@@ -277,12 +249,12 @@ func (c *cluster) stopAll() {
 // inject runs the fault schedule until training is done.
 func (c *cluster) inject(ctx context.Context, start time.Time) error {
 	rng := rand.New(rand.NewPCG(uint64(c.o.seed), 7))
-	kinds := []func(context.Context, *rand.Rand) error{c.killLeader, c.stopLeader, c.cutLeader, c.killTrainer, c.killEtcdMember, c.etcdOutage}
+	kinds := []func(context.Context, *rand.Rand) error{c.killLeader, c.stopLeader, c.cutLeader, c.crew.killTrainer, c.killEtcdMember, c.etcdOutage}
 	for {
 		wait := time.Duration(float64(3*time.Second) * rng.ExpFloat64() / c.o.intensity)
 		deadline := time.Now().Add(max(wait, 200*time.Millisecond))
 		for time.Now().Before(deadline) {
-			if done, err := c.trainingDone(); done || err != nil {
+			if done, err := c.crew.poll(); done || err != nil {
 				return err
 			}
 			if time.Since(start) > c.o.limit {
@@ -373,18 +345,6 @@ func (c *cluster) cutLeader(ctx context.Context, _ *rand.Rand) error {
 	time.Sleep(time.Second)
 	c.proxies[name].setCut(false)
 	return nil
-}
-
-func (c *cluster) killTrainer(ctx context.Context, rng *rand.Rand) error {
-	i := rng.IntN(len(c.trainers))
-	if c.trainers[i].Exited() {
-		return nil
-	}
-	c.trainers[i].Kill()
-	c.rep.trainerKilled(c.names[i])
-	c.watchHeld(ctx, "kill -9 trainer", c.names[i])
-	c.rep.fault("kill -9 trainer")
-	return c.startTrainer(i, false)
 }
 
 func (c *cluster) killEtcdMember(_ context.Context, rng *rand.Rand) error {

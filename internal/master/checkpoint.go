@@ -172,6 +172,11 @@ func (s *Service) expireGathering(name string, g *gathering) {
 	if s.cps.open[name] != g {
 		return // complete
 	}
+	select {
+	case <-s.stopped:
+		return // the service stopped: its callers were answered not serving
+	default:
+	}
 	delete(s.cps.open, name)
 	reported := slices.Sorted(maps.Keys(g.held))
 	err := wire.WithKind(wire.ErrCheckpointIncomplete, errors.Errorf("%d of the %d trainers of checkpoint %q reported within %v (%s); nothing was stored",
