@@ -5,6 +5,7 @@ from $TRAINMASTER_BIN (the Makefile builds them into bin/)."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import subprocess
 import sys
@@ -125,3 +126,19 @@ def write_dataset(directory: Path, files: int, records: int, compressor: str = "
                         "-compressor", compressor, "-max-chunk-bytes", "200"],
                        input=lines, text=True, check=True)
     return str(directory / f"{prefix}-*.recordio")
+
+
+def write_points(d: Path, records: int, seed: int) -> str:
+    """Writes records (more than 5,000) records "id x1 x2 y" of y = 2 x1 -
+    3 x2 + 0.5 + noise (drawn from seed) into two RecordIO files under d,
+    the first of 5,000, in chunks of about 100 records, and returns their
+    glob pattern: the DDP tests' dataset."""
+    rng = random.Random(seed)
+    for f, (lo, hi) in enumerate([(0, 5_000), (5_000, records)]):
+        lines = []
+        for i in range(lo, hi):
+            x1, x2 = rng.uniform(-1, 1), rng.uniform(-1, 1)
+            lines.append(f"{i} {x1:.5f} {x2:.5f} {2 * x1 - 3 * x2 + 0.5 + rng.gauss(0, 0.01):.5f}\n")
+        subprocess.run([binary("recordio"), "write", "-o", str(d / f"part-{f}.recordio"), "-compressor", "none",
+                        "-max-chunk-bytes", "2500"], input="".join(lines), text=True, check=True)
+    return str(d / "part-*.recordio")

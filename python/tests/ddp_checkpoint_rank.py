@@ -45,19 +45,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 from trainmaster.torch import DataLoader, TaskDataset  # noqa: E402
 
-
-def parse(record: bytes):
-    """A record "id x1 x2 y": its id, features and target."""
-    i, x1, x2, y = record.split()
-    return int(i), torch.tensor([float(x1), float(x2)]), torch.tensor([float(y)])
-
-
-def at(spec, rank):
-    """(epoch, step) of a "R:E:S" spec for rank R, else None."""
-    if not spec:
-        return None
-    r, e, s = map(int, spec.split(":"))
-    return (e, s) if r == rank else None
+from ddp_common import at, parse  # noqa: E402
 
 
 def main() -> None:

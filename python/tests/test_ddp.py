@@ -18,7 +18,6 @@ import glob
 import json
 import logging
 import os
-import random
 import re
 import shlex
 import signal
@@ -32,7 +31,7 @@ from typing import List
 import pytest
 import torch
 
-from conftest import BIN, ROOT, binary, write_dataset
+from conftest import BIN, ROOT, binary, write_dataset, write_points
 from trainmaster import BadGroup, Client, PassTooSmall, recordio, wire
 
 RANK = Path(__file__).with_name("ddp_rank.py")
@@ -43,18 +42,9 @@ RANK_TIMEOUT = 60
 
 @pytest.fixture(scope="module")
 def points(tmp_path_factory) -> str:
-    """RECORDS records "id x1 x2 y" of y = 2 x1 - 3 x2 + 0.5 + noise in two
-    RecordIO files of chunks of about 100 records; their glob pattern."""
-    d = tmp_path_factory.mktemp("points")
-    rng = random.Random(7)
-    for f, (lo, hi) in enumerate([(0, 5_000), (5_000, RECORDS)]):
-        lines = []
-        for i in range(lo, hi):
-            x1, x2 = rng.uniform(-1, 1), rng.uniform(-1, 1)
-            lines.append(f"{i} {x1:.5f} {x2:.5f} {2 * x1 - 3 * x2 + 0.5 + rng.gauss(0, 0.01):.5f}\n")
-        subprocess.run([binary("recordio"), "write", "-o", str(d / f"part-{f}.recordio"), "-compressor", "none",
-                        "-max-chunk-bytes", "2500"], input="".join(lines), text=True, check=True)
-    return str(d / "part-*.recordio")
+    """RECORDS records of the line write_points draws (seed 7); their glob
+    pattern."""
+    return write_points(tmp_path_factory.mktemp("points"), RECORDS, 7)
 
 
 def master_flags() -> List[str]:

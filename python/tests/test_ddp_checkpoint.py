@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import random
 import re
 import shlex
 import signal
@@ -39,7 +38,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import BIN, ROOT, binary
+from conftest import BIN, ROOT, binary, write_points
 from trainmaster import wire
 
 RANK = Path(__file__).with_name("ddp_checkpoint_rank.py")
@@ -50,18 +49,9 @@ RANK_TIMEOUT = 60
 
 @pytest.fixture(scope="module")
 def points(tmp_path_factory) -> str:
-    """RECORDS records "id x1 x2 y" of y = 2 x1 - 3 x2 + 0.5 + noise in two
-    RecordIO files of chunks of about 100 records; their glob pattern."""
-    d = tmp_path_factory.mktemp("points")
-    rng = random.Random(11)
-    for f, (lo, hi) in enumerate([(0, 5_000), (5_000, RECORDS)]):
-        lines = []
-        for i in range(lo, hi):
-            x1, x2 = rng.uniform(-1, 1), rng.uniform(-1, 1)
-            lines.append(f"{i} {x1:.5f} {x2:.5f} {2 * x1 - 3 * x2 + 0.5 + rng.gauss(0, 0.01):.5f}\n")
-        subprocess.run([binary("recordio"), "write", "-o", str(d / f"part-{f}.recordio"), "-compressor", "none",
-                        "-max-chunk-bytes", "2500"], input="".join(lines), text=True, check=True)
-    return str(d / "part-*.recordio")
+    """RECORDS records of the line write_points draws (seed 11); their glob
+    pattern."""
+    return write_points(tmp_path_factory.mktemp("points"), RECORDS, 11)
 
 
 def start_job(procs, tmp_path: Path, job: int, ranks: int, args: List[str]):
