@@ -131,6 +131,10 @@ func (s *datasetService) rewind(ctx context.Context, p DatasetPoint, mark string
 		s.round = p.Round
 		fields := logrus.Fields{"pass": s.q.Pass(), "from_pass": before, "gen": gen, "trained": p.Records, "left": s.q.Gen().Left, "round": p.Round}
 		line := logLine(logrus.InfoLevel, fields, "rewound to %s: pass %d again from what it held trained (%d records), %d records to train; reports of earlier dispatches are stale", mark, p.Trained.Pass, p.Records, s.q.Gen().Left)
-		return true, effect{change: ch, events: append([]event{line}, s.passEvents(ch)...)}, nil
+		events := []event{line}
+		if s.q.Pass() != p.Trained.Pass { // the checkpoint held its whole pass trained
+			events = append(events, s.passEvents(ch)...)
+		}
+		return true, effect{change: ch, events: events}, nil
 	})
 }
