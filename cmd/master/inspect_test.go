@@ -45,18 +45,7 @@ func TestInspectPrintsPasses(t *testing.T) {
 			if want := tc.passes > 0 && tc.pass >= tc.passes; q.AllDone != want {
 				t.Errorf("AllDone %v, want %v", q.AllDone, want)
 			}
-			var out strings.Builder
-			q.print(&out)
-			for _, want := range tc.has {
-				if !strings.Contains(out.String(), want) {
-					t.Errorf("no %q in:\n%s", want, out.String())
-				}
-			}
-			for _, not := range tc.lacks {
-				if strings.Contains(out.String(), not) {
-					t.Errorf("%q in:\n%s", not, out.String())
-				}
-			}
+			checkPrinted(t, q, tc.has, tc.lacks)
 		})
 	}
 }
@@ -161,18 +150,7 @@ func TestInspectGroup(t *testing.T) {
 			if err := q.summarise(0, 4, taskqueue.Stored(tc.records)); err != nil {
 				t.Fatal(err)
 			}
-			var out strings.Builder
-			q.print(&out)
-			for _, want := range tc.has {
-				if !strings.Contains(out.String(), want) {
-					t.Errorf("no %q in:\n%s", want, out.String())
-				}
-			}
-			for _, not := range tc.lacks {
-				if strings.Contains(out.String(), not) {
-					t.Errorf("%q in:\n%s", not, out.String())
-				}
-			}
+			checkPrinted(t, q, tc.has, tc.lacks)
 			got, err := json.Marshal(struct {
 				Group   *groupSummary `json:"group,omitempty"`
 				Pending []taskSummary `json:"pending"`
@@ -241,5 +219,23 @@ func TestInspectGroupOfAMaster(t *testing.T) {
 	if g := in.Group; g == nil || *g != (groupSummary{Ranks: 3, Batch: 32}) || len(in.Done) != 1 || in.Done[0].Task != 0 ||
 		in.Done[0].Rank == nil || *in.Done[0].Rank != 1 || len(in.Pending) != 2 || in.Pending[0].Deadline != nil {
 		t.Errorf("inspect -json:\n%s", out)
+	}
+}
+
+// checkPrinted checks that what inspect prints of q has every text of has
+// and none of lacks.
+func checkPrinted(t *testing.T, q queueInspection, has, lacks []string) {
+	t.Helper()
+	var out strings.Builder
+	q.print(&out)
+	for _, want := range has {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+	for _, not := range lacks {
+		if strings.Contains(out.String(), not) {
+			t.Errorf("%q in:\n%s", not, out.String())
+		}
 	}
 }
