@@ -113,6 +113,8 @@ func (s *Service) Checkpoint(ctx context.Context, c wire.Checkpoint) (wire.Check
 		return g.reply, g.err
 	case <-s.stopped:
 		return wire.CheckpointReply{}, wire.ErrNotServing
+	case <-ctx.Done():
+		return wire.CheckpointReply{}, context.Cause(ctx) // its report stays in: a retry replaces it
 	}
 }
 
