@@ -89,12 +89,17 @@ func (q *Queues) Gen() Generation { return q.generation }
 // records into the model being saved.
 // It also returns the notes a log wants: reports clamped to their entry's
 // end. It returns the zero Trained of pass Pass() once all are done.
+//
+// It costs a read of the Done bits (a word per 64 tasks) and a visit of
+// the few entries that can be trained in part (split tasks and pieces,
+// progress, reports), not a walk of every entry: the master calls it with
+// the dataset's lock held, and a burst of checkpoints calls it for each.
 func (q *Queues) Trained(held []HeldPosition) (Trained, []string) {
 	t := Trained{Pass: q.pass, Part: map[int][]Interval{}}
 	if q.AllDone() {
 		return t, nil
 	}
-	reached := make(map[int]int, len(held)) // task -> position reported
+	reached := make(map[int]int, len(held)) // entry -> position reported
 	var notes []string
 	for _, h := range held {
 		if h.Pass != q.pass || h.Gen != q.generation.Gen || h.Task < 0 || h.Task >= len(q.entries) {
@@ -110,30 +115,49 @@ func (q *Queues) Trained(held []HeldPosition) (Trained, []string) {
 		}
 		reached[h.Task] = max(reached[h.Task], min(h.Done, end))
 	}
-	runs := map[int][]Interval{} // task -> its entries' trained runs
-	for i := range q.entries {
-		if int(q.entries[i].pass) != q.pass {
-			continue // untouched: nothing trained
+	runs := map[int][]Interval{} // task -> the trained runs of its entries visited
+	visited := map[int]bool{}
+	visit := func(i int) {
+		if visited[i] || int(q.entries[i].pass) != q.pass {
+			return
 		}
+		visited[i] = true
 		e := q.entry(i)
 		start, end := e.From, int(q.pieces.end(i))
 		upTo := max(e.Progress, reached[i])
 		if e.Queue == Done {
 			upTo = end
 		}
+		if _, ok := runs[e.Of]; !ok {
+			runs[e.Of] = nil
+		}
 		if upTo > start {
 			runs[e.Of] = append(runs[e.Of], Interval{From: start, To: upTo})
 		}
 	}
+	for i := range q.pieces.spans { // every entry of a split task
+		visit(i)
+	}
+	for i := range q.progress.marks {
+		visit(i)
+	}
+	for i := range reached {
+		visit(i)
+	}
+	whole := q.done.copyFirst(q.tasks)
 	for task, rs := range runs {
+		whole.unset(task)
+		if len(rs) == 0 {
+			continue
+		}
 		rs = joined(rs)
 		if len(rs) == 1 && rs[0].From == 0 && int64(rs[0].To) == q.records(task) {
-			t.Whole = append(t.Whole, task)
+			whole.set(task)
 			continue
 		}
 		t.Part[task] = rs
 	}
-	slices.Sort(t.Whole)
+	t.Whole = whole.members()
 	return t, notes
 }
 

@@ -37,6 +37,7 @@ type Queues struct {
 	reasons  map[int]string // Entry.Error of the current pass, where not empty
 	counts   [4]int
 	doneRecs int64      // records of the tasks Done in this pass
+	done     bitset     // the entries Done in this pass, for Trained
 	todo     []todoItem // ordered by seq; items whose task moved on are skipped
 	todoHead int
 	nextSeq  int64 // the Seq of the next task sent to the end of Todo
@@ -102,6 +103,7 @@ func (q *Queues) startPass(p int) {
 	q.startParts()
 	q.counts = [4]int{}
 	q.doneRecs = 0
+	clear(q.done)
 	clear(q.reasons)
 	q.timers = q.timers[:0]
 	q.todo, q.todoHead = q.todo[:0], 0
@@ -136,8 +138,10 @@ func (q *Queues) set(task int, e Entry) {
 	if (old.Queue == Done) != (e.Queue == Done) {
 		if e.Queue == Done {
 			q.doneRecs += q.pieces.length(task)
+			q.done.set(task)
 		} else {
 			q.doneRecs -= q.pieces.length(task)
+			q.done.unset(task)
 		}
 	}
 	prev := q.entries[task]
