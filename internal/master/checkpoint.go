@@ -18,8 +18,8 @@ import (
 // checkpoint report to it by name; with the last report it is complete,
 // and queued for the storer: one goroutine, running while checkpoints are
 // queued, that takes every one queued at once (up to maxBatch), reads each
-// dataset's Trained for all of them in one operation (once every change
-// before it is durable), and stores them in one fenced write that drops
+// dataset's Trained for all of them in one operation (the state in
+// memory: see datasetService.trained), and stores them in one fenced write that drops
 // the oldest unpinned past CheckpointsKept; then it answers their callers.
 // So a burst of checkpoints (every trainer's own, say) costs the store a
 // write per batch, not per checkpoint. A batch and a rewind are one at a

@@ -68,33 +68,40 @@ func (s *Service) keptCheckpoint(id int64) (DataCheckpoint, error) {
 }
 
 // trained returns what of the dataset's current pass is trained, for each
-// list of positions held (one per checkpoint), read once every change
-// made before is durable, and false for a dataset not accepted yet.
+// list of positions held (one per checkpoint), and false for a dataset not
+// accepted yet. It reads the state in memory without waiting for the
+// commits in flight: what a change not durable yet says trained (a
+// finish, a progress report) its trainer did train, whatever becomes of
+// the commit, so a checkpoint holding it is true of the model saved. The
+// checkpoint's wait is then its own write alone.
 func (s *datasetService) trained(ctx context.Context, helds [][]wire.Held) ([]DatasetPoint, bool, error) {
-	type points struct {
-		ps []DatasetPoint
-		ok bool
+	ps, events, err := s.readTrained(ctx, helds)
+	s.emit(events)
+	return ps, ps != nil, err
+}
+
+// readTrained is trained's read, under s.mu; nil points for a dataset not
+// accepted yet.
+func (s *datasetService) readTrained(ctx context.Context, helds [][]wire.Held) ([]DatasetPoint, []event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil || s.q == nil {
+		return nil, nil, err
 	}
-	res, err := durable(s, func() (points, effect, error) {
-		if err := s.ready(ctx); err != nil || s.q == nil {
-			return points{}, effect{}, err
+	var events []event
+	ps := make([]DatasetPoint, len(helds))
+	for i, held := range helds {
+		positions := make([]taskqueue.HeldPosition, len(held))
+		for j, h := range held {
+			positions[j] = taskqueue.HeldPosition{Task: h.Index, Epoch: h.Epoch, Pass: h.Pass, Gen: h.Gen, Done: h.Done}
 		}
-		var events []event
-		ps := make([]DatasetPoint, len(helds))
-		for i, held := range helds {
-			positions := make([]taskqueue.HeldPosition, len(held))
-			for j, h := range held {
-				positions[j] = taskqueue.HeldPosition{Task: h.Index, Epoch: h.Epoch, Pass: h.Pass, Gen: h.Gen, Done: h.Done}
-			}
-			t, notes := s.q.Trained(positions)
-			for _, note := range notes {
-				events = append(events, limitedLine(logrus.WarnLevel, logrus.Fields{"pass": t.Pass}, "checkpoint: %s", note))
-			}
-			ps[i] = DatasetPoint{Round: s.round, Gen: s.q.Gen().Gen, Tasks: s.q.NumTasks(), Records: t.Records(s.ds.TaskRecords), Trained: t}
+		t, notes := s.q.Trained(positions)
+		for _, note := range notes {
+			events = append(events, limitedLine(logrus.WarnLevel, logrus.Fields{"pass": t.Pass}, "checkpoint: %s", note))
 		}
-		return points{ps: ps, ok: true}, effect{events: events}, nil
-	})
-	return res.ps, res.ok, err
+		ps[i] = DatasetPoint{Round: s.round, Gen: s.q.Gen().Gen, Tasks: s.q.NumTasks(), Records: t.Records(s.ds.TaskRecords), Trained: t}
+	}
+	return ps, events, nil
 }
 
 // generation returns the generation of the dataset's pass state, and
