@@ -59,7 +59,10 @@ type Config struct {
 	// many tasks; 0: none. With CheckpointCompare each row runs in four
 	// windows of the same master, without and with the checkpoints, off,
 	// on, on, off or the reverse (as DoorBoth), and CheckpointCost
-	// compares them.
+	// compares them. The trainers are named in every window of such a
+	// row, with checkpoints or not (a checkpoint names its trainer, and
+	// named trainers cost the master more than anonymous ones): the
+	// windows differ by the checkpoints alone.
 	CheckpointEvery   int
 	CheckpointCompare bool
 	Log               logrus.FieldLogger
@@ -310,7 +313,7 @@ func runWindow(ctx context.Context, cfg Config, j *job, trainers int, checkpoint
 	if checkpoints {
 		every = cfg.CheckpointEvery
 	}
-	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, load{named: j.door || checkpoints, progress: cfg.Progress, checkpointEvery: every}, w)
+	got, err := runTrainers(ctx, dialer(cfg.Codec), j.addr, trainers, load{named: j.door || cfg.CheckpointEvery > 0, progress: cfg.Progress, checkpointEvery: every}, w)
 	if err != nil {
 		stopSide()
 	}
