@@ -1,0 +1,279 @@
+package rendezvous
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/pkg/errors"
+)
+
+// Errors of a Run's methods; each wraps one of these, with the run, node
+// and limits involved.
+var (
+	ErrClosed   = errors.New("rendezvous closed")
+	ErrBadJoin  = errors.New("bad rendezvous join")
+	ErrIdentity = errors.New("node held by another agent")
+	ErrFull     = errors.New("rendezvous full")
+)
+
+// Limits on what a client can make a run hold.
+const (
+	MaxNodes     = 4096 // nodes of a round, and nodes waiting
+	MaxNameBytes = 256  // a node's name, a token
+)
+
+// Config is a run's shape, set by its first join; every later join must
+// name the same.
+type Config struct {
+	MinNodes, MaxNodes int
+	// LastCall is how long a round with MinNodes waits for more nodes.
+	LastCall time.Duration
+	// Grace is how long a node may go without a heartbeat before it is
+	// dropped.
+	Grace time.Duration
+}
+
+// Check refuses a config no round can be formed with.
+func (c Config) Check() error {
+	switch {
+	case c.MinNodes < 1 || c.MaxNodes < c.MinNodes || c.MaxNodes > MaxNodes:
+		return errors.Wrapf(ErrBadJoin, "nodes %d:%d: want 1 <= min <= max <= %d", c.MinNodes, c.MaxNodes, MaxNodes)
+	case c.LastCall < 0 || c.Grace <= 0:
+		return errors.Wrapf(ErrBadJoin, "last call %v, grace %v: want a last call of 0 or more and a grace above 0", c.LastCall, c.Grace)
+	}
+	return nil
+}
+
+// Member is a node of a run: a participant of the round, or waiting for
+// the next.
+type Member struct {
+	Token   string
+	Rank    int // its rank once the round is complete; -1 before
+	Waiting bool
+	Seen    time.Time // its last call
+}
+
+// Change is what a run's last change was, for people.
+type Change struct {
+	At  time.Time
+	Why string
+}
+
+// Run is a job's rendezvous. Its zero value is a run no node joined yet.
+type Run struct {
+	Config   Config
+	Round    int
+	Complete bool
+	Closed   bool
+	Members  map[string]Member
+	// Deadline is when the round, at MinNodes or more, stops waiting for
+	// more; zero while it has fewer.
+	Deadline time.Time
+	Last     Change
+}
+
+// View is what a node learns of a run.
+type View struct {
+	Round        int
+	Complete     bool
+	Closed       bool
+	Participant  bool // the node is a participant of the round
+	Queued       bool // the node waits for the next round
+	Rank, World  int  // once Complete, for a participant; else -1, 0
+	Participants int
+	Waiting      int // nodes waiting for the next round
+	Deadline     time.Time
+}
+
+// View returns what node learns of r.
+func (r *Run) View(node string) View {
+	v := View{Round: r.Round, Complete: r.Complete, Closed: r.Closed, Rank: -1, Deadline: r.Deadline}
+	for _, m := range r.Members {
+		if m.Waiting {
+			v.Waiting++
+			continue
+		}
+		v.Participants++
+	}
+	m, ok := r.Members[node]
+	v.Participant, v.Queued = ok && !m.Waiting, ok && m.Waiting
+	if v.Participant && r.Complete {
+		v.Rank, v.World = m.Rank, v.Participants
+	}
+	return v
+}
+
+// Join has node leave the round it took part in, if any, and join the
+// round being formed, or wait for the next while one is complete; a full
+// complete round leaves it out until it ends. cfg must be the run's.
+func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
+	if err := r.admit(now, node, token); err != nil {
+		return err
+	}
+	if err := cfg.Check(); err != nil {
+		return err
+	}
+	if len(r.Members) > 0 && cfg != r.Config {
+		return errors.Wrapf(ErrBadJoin, "node %s joins with %s; the run was joined with %s", node, cfg, r.Config)
+	}
+	if len(r.Members) == 0 {
+		r.Config = cfg
+	}
+	if m, ok := r.Members[node]; ok && !m.Waiting {
+		r.remove(now, node)
+	}
+	if r.Members == nil {
+		r.Members = map[string]Member{}
+	}
+	participants, waiting := r.counts()
+	switch {
+	case r.Complete && participants >= r.Config.MaxNodes:
+		delete(r.Members, node) // not waiting: the round's agents would restart for nothing
+		r.change(now, "node %s finds round %d full (%d nodes): it joins again once the round is over", node, r.Round, participants)
+	case r.Complete:
+		if _, ok := r.Members[node]; !ok && waiting >= MaxNodes {
+			return errors.Wrapf(ErrFull, "%d nodes wait for round %d of the run already", waiting, r.Round+1)
+		}
+		r.Members[node] = Member{Token: token, Rank: -1, Waiting: true, Seen: now}
+		r.change(now, "node %s waits for round %d", node, r.Round+1)
+	default:
+		r.Members[node] = Member{Token: token, Rank: -1, Seen: now}
+		r.change(now, "node %s joined round %d (%d nodes, %d to %d wanted)", node, r.Round, participants+1, r.Config.MinNodes, r.Config.MaxNodes)
+		r.formed(now)
+	}
+	return nil
+}
+
+// Poll records the heartbeat of node, if it is a member, and moves the
+// run on (Tick). A node that is not (dropped, or left out of a full
+// round) learns so from the view, and joins again.
+func (r *Run) Poll(now time.Time, node, token string) (View, error) {
+	if err := r.admit(now, node, token); err != nil && !errors.Is(err, ErrClosed) {
+		return View{}, err
+	}
+	if m, ok := r.Members[node]; ok {
+		m.Seen = now
+		r.Members[node] = m
+	}
+	r.Tick(now)
+	return r.View(node), nil
+}
+
+// Tick drops the nodes silent for the Grace and completes a round whose
+// last call is over; it reports whether the run changed.
+func (r *Run) Tick(now time.Time) bool {
+	changed := false
+	for _, node := range slices.Sorted(maps.Keys(r.Members)) {
+		if m := r.Members[node]; now.Sub(m.Seen) > r.Config.Grace {
+			r.remove(now, node)
+			r.change(now, "node %s dropped: no heartbeat for %v (grace %v)", node, now.Sub(m.Seen).Round(time.Millisecond), r.Config.Grace)
+			changed = true
+		}
+	}
+	if participants, _ := r.counts(); !r.Complete && participants >= r.Config.MinNodes && participants > 0 && !now.Before(r.Deadline) {
+		r.complete(now, fmt.Sprintf("its last call of %v is over", r.Config.LastCall))
+		changed = true
+	}
+	return changed
+}
+
+// Close closes the run: no more joins.
+func (r *Run) Close(now time.Time, why string) bool {
+	if r.Closed {
+		return false
+	}
+	r.Closed = true
+	r.change(now, "closed: %s", why)
+	return true
+}
+
+// admit refuses a call a node may not make: to a closed run, with a bad
+// name or token, or under a token other than the one of the node's live
+// membership.
+func (r *Run) admit(now time.Time, node, token string) error {
+	switch {
+	case node == "" || len(node) > MaxNameBytes || token == "" || len(token) > MaxNameBytes:
+		return errors.Wrapf(ErrBadJoin, "a node's name and token take 1 to %d bytes; got %d and %d", MaxNameBytes, len(node), len(token))
+	case r.Closed:
+		return errors.Wrapf(ErrClosed, "the run is closed (%s)", r.Last.Why)
+	}
+	if m, ok := r.Members[node]; ok && m.Token != token && now.Sub(m.Seen) <= r.Config.Grace {
+		return errors.Wrapf(ErrIdentity, "node %s is in the run under another token, seen %v ago", node, now.Sub(m.Seen).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// remove takes node out of the run: a participant leaving a complete
+// round ends it once none is left, and the nodes waiting form the next;
+// one leaving a round being formed below MinNodes stops its last call.
+func (r *Run) remove(now time.Time, node string) {
+	m, ok := r.Members[node]
+	delete(r.Members, node)
+	if !ok || m.Waiting {
+		return
+	}
+	participants, _ := r.counts()
+	switch {
+	case r.Complete && participants == 0:
+		r.Complete = false
+		r.Round++
+		for name, w := range r.Members {
+			w.Waiting = false
+			r.Members[name] = w
+		}
+		r.formed(now)
+	case !r.Complete && participants < r.Config.MinNodes:
+		r.Deadline = time.Time{}
+	}
+}
+
+// formed starts the last call of a round being formed that has MinNodes,
+// or completes it at MaxNodes.
+func (r *Run) formed(now time.Time) {
+	participants, _ := r.counts()
+	switch {
+	case participants >= r.Config.MaxNodes:
+		r.complete(now, "it has the most nodes")
+	case participants >= r.Config.MinNodes && r.Deadline.IsZero():
+		r.Deadline = now.Add(r.Config.LastCall)
+	}
+}
+
+// complete marks the round complete, ranking its participants by name.
+func (r *Run) complete(now time.Time, why string) {
+	r.Complete, r.Deadline = true, time.Time{}
+	var names []string
+	for name, m := range r.Members {
+		if !m.Waiting {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for rank, name := range names {
+		m := r.Members[name]
+		m.Rank = rank
+		r.Members[name] = m
+	}
+	r.change(now, "round %d complete with %d nodes: %s", r.Round, len(names), why)
+}
+
+func (r *Run) counts() (participants, waiting int) {
+	for _, m := range r.Members {
+		if m.Waiting {
+			waiting++
+		} else {
+			participants++
+		}
+	}
+	return participants, waiting
+}
+
+func (r *Run) change(now time.Time, format string, args ...any) {
+	r.Last = Change{At: now, Why: fmt.Sprintf(format, args...)}
+}
+
+func (c Config) String() string {
+	return fmt.Sprintf("nodes %d:%d, last call %v, grace %v", c.MinNodes, c.MaxNodes, c.LastCall, c.Grace)
+}
