@@ -14,7 +14,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/trainmaster/master/go/client/clienttest"
-	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/taskqueue"
 	"github.com/trainmaster/master/internal/trainerport"
@@ -39,7 +38,7 @@ func TestGroupResumesFromItsCheckpoint(t *testing.T) {
 	}
 	defer svc.Close()
 	p := porttest.Start(t, trainerport.Config{}, func(srv *trainerport.Server) error {
-		return srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc))
+		return master.Register(srv, svc)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

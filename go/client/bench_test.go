@@ -15,7 +15,6 @@ import (
 
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/recordio"
-	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/trainerport"
 )
@@ -130,7 +129,7 @@ func startBenchMaster(b *testing.B, ds *benchDataset) *benchMaster {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc)); err != nil {
+	if err := master.Register(srv, svc); err != nil {
 		b.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

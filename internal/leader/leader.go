@@ -133,7 +133,7 @@ func serve(ctx context.Context, cfg Config, lead *election.Leadership, lis net.L
 	leading, stop := lead.Context(ctx)
 	defer stop()
 	scfg := cfg.Service
-	scfg.Catalog, scfg.Checkpoints, scfg.Log = catalog, catalog, cfg.Log
+	scfg.Catalog, scfg.Checkpoints, scfg.Rendezvous, scfg.Log = catalog, catalog, catalog, cfg.Log
 	svc, err := master.New(scfg)
 	if err != nil {
 		return wire.WithKind(ErrRefused, errors.New(err.Error()))
@@ -213,7 +213,7 @@ func newPort(svc *master.Service, cfg trainerport.Config) (*trainerport.Server, 
 	if err != nil {
 		return nil, err
 	}
-	if err := srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc)); err != nil {
+	if err := master.Register(srv, svc); err != nil {
 		return nil, err
 	}
 	return srv, nil

@@ -62,6 +62,9 @@ type Config struct {
 	// Checkpoints keeps the job's data checkpoints (checkpoint.go);
 	// default: in memory.
 	Checkpoints CheckpointStore
+	// Rendezvous keeps the job's rendezvous runs (rendezvous.go);
+	// default: in memory.
+	Rendezvous RendezvousStore
 	// CheckpointsKept is how many checkpoints are kept beyond the pinned
 	// ones (-checkpoints-kept); default DefaultCheckpointsKept.
 	CheckpointsKept int
@@ -136,6 +139,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Checkpoints == nil {
 		c.Checkpoints = &MemoryCheckpoints{}
+	}
+	if c.Rendezvous == nil {
+		c.Rendezvous = &MemoryRuns{}
 	}
 	if c.CheckpointsKept <= 0 {
 		c.CheckpointsKept = DefaultCheckpointsKept

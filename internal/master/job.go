@@ -23,6 +23,7 @@ type Service struct {
 	stopped  chan struct{}   // closed by Close
 	limits   lineLimits      // the lines clients cause, for every dataset (events.go)
 	cps      checkpoints     // the data checkpoints (checkpoint.go)
+	rdzv     rendezvousRuns  // the rendezvous runs (rendezvous.go)
 
 	createMu sync.Mutex // guards the creation of datasets: one at a time, outside mu
 	mu       sync.Mutex // guards sets, conns, closed and lostErr
@@ -99,7 +100,10 @@ func (s *Service) Restore(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.loadCheckpoints(ctx)
+	if err := s.loadCheckpoints(ctx); err != nil {
+		return err
+	}
+	return s.loadRuns(ctx)
 }
 
 // dataset returns the service of the dataset called name, creating and

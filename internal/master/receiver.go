@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // Receiver is a Service's side of the trainer port (internal/trainerport):
@@ -121,4 +122,39 @@ func (c Connections) ConnClosed(conn uint64, trainers []string) {
 	for _, trainer := range trainers {
 		c.s.Disconnected(trainer)
 	}
+}
+
+// Register serves s on srv, as the master does: the Master service, with
+// the connections followed, and the Rendezvous service.
+func Register(srv *trainerport.Server, s *Service) error {
+	if err := srv.Register(wire.ServiceName, NewReceiver(s), NewConnections(s)); err != nil {
+		return err
+	}
+	return srv.Register(wire.RendezvousServiceName, NewRendezvousReceiver(s), nil)
+}
+
+// RendezvousReceiver is the rendezvous' side of the trainer port: its
+// method set is the wire's rendezvous contract, to be registered under
+// wire.RendezvousServiceName.
+type RendezvousReceiver struct{ s *Service }
+
+// NewRendezvousReceiver returns the RendezvousReceiver of s.
+func NewRendezvousReceiver(s *Service) *RendezvousReceiver { return &RendezvousReceiver{s: s} }
+
+func (r *RendezvousReceiver) Join(j wire.RendezvousJoin, reply *wire.RendezvousView) error {
+	v, err := r.s.RendezvousJoin(context.Background(), j)
+	*reply = v
+	return err
+}
+
+func (r *RendezvousReceiver) Poll(p wire.RendezvousPoll, reply *wire.RendezvousView) error {
+	v, err := r.s.RendezvousPoll(context.Background(), p)
+	*reply = v
+	return err
+}
+
+func (r *RendezvousReceiver) Close(c wire.RendezvousClose, reply *wire.RendezvousView) error {
+	v, err := r.s.RendezvousClose(context.Background(), c)
+	*reply = v
+	return err
 }

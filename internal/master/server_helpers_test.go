@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
@@ -21,9 +20,7 @@ type port struct {
 
 // serving registers s on the port as the master does.
 func serving(s *Service) func(*trainerport.Server) error {
-	return func(srv *trainerport.Server) error {
-		return srv.Register(wire.ServiceName, NewReceiver(s), NewConnections(s))
-	}
+	return func(srv *trainerport.Server) error { return Register(srv, s) }
 }
 
 // startPort serves s with cfg (its Log replaced) on a new loopback port.

@@ -7,21 +7,24 @@ import (
 	"time"
 
 	"github.com/pkg/errors"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
-// Errors of a Run's methods; each wraps one of these, with the run, node
-// and limits involved.
+// Errors of a Run's methods, the wire's (go/wire/rendezvous.go): each
+// error is one of these with the run, node and limits involved.
 var (
-	ErrClosed   = errors.New("rendezvous closed")
-	ErrBadJoin  = errors.New("bad rendezvous join")
-	ErrIdentity = errors.New("node held by another agent")
-	ErrFull     = errors.New("rendezvous full")
+	ErrClosed   = wire.ErrRendezvousClosed
+	ErrBadJoin  = wire.ErrBadRendezvous
+	ErrIdentity = wire.ErrNodeIdentity
+	ErrFull     = wire.ErrRendezvousFull
 )
 
 // Limits on what a client can make a run hold.
 const (
-	MaxNodes     = 4096 // nodes of a round, and nodes waiting
-	MaxNameBytes = 256  // a node's name, a token
+	MaxNodes     = wire.MaxRdzvNodes
+	MaxNameBytes = wire.MaxNodeBytes
+	maxWait      = time.Duration(wire.MaxRdzvWaitMs) * time.Millisecond
 )
 
 // Config is a run's shape, set by its first join; every later join must
@@ -39,9 +42,9 @@ type Config struct {
 func (c Config) Check() error {
 	switch {
 	case c.MinNodes < 1 || c.MaxNodes < c.MinNodes || c.MaxNodes > MaxNodes:
-		return errors.Wrapf(ErrBadJoin, "nodes %d:%d: want 1 <= min <= max <= %d", c.MinNodes, c.MaxNodes, MaxNodes)
-	case c.LastCall < 0 || c.Grace <= 0:
-		return errors.Wrapf(ErrBadJoin, "last call %v, grace %v: want a last call of 0 or more and a grace above 0", c.LastCall, c.Grace)
+		return wire.WithKind(ErrBadJoin, errors.Errorf("nodes %d:%d: want 1 <= min <= max <= %d", c.MinNodes, c.MaxNodes, MaxNodes))
+	case c.LastCall < 0 || c.Grace <= 0 || c.LastCall > maxWait || c.Grace > maxWait:
+		return wire.WithKind(ErrBadJoin, errors.Errorf("last call %v, grace %v: want a last call of 0 to %v and a grace above 0, to %v", c.LastCall, c.Grace, maxWait, maxWait))
 	}
 	return nil
 }
@@ -87,6 +90,21 @@ type View struct {
 	Deadline     time.Time
 }
 
+// Clone returns a copy of r that shares nothing with it.
+func (r Run) Clone() Run {
+	r.Members = maps.Clone(r.Members)
+	return r
+}
+
+// Refresh counts every member's heartbeat from now: a master that takes
+// the run over gives each a whole grace.
+func (r *Run) Refresh(now time.Time) {
+	for name, m := range r.Members {
+		m.Seen = now
+		r.Members[name] = m
+	}
+}
+
 // View returns what node learns of r.
 func (r *Run) View(node string) View {
 	v := View{Round: r.Round, Complete: r.Complete, Closed: r.Closed, Rank: -1, Deadline: r.Deadline}
@@ -116,7 +134,7 @@ func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
 		return err
 	}
 	if len(r.Members) > 0 && cfg != r.Config {
-		return errors.Wrapf(ErrBadJoin, "node %s joins with %s; the run was joined with %s", node, cfg, r.Config)
+		return wire.WithKind(ErrBadJoin, errors.Errorf("node %s joins with %s; the run was joined with %s", node, cfg, r.Config))
 	}
 	if len(r.Members) == 0 {
 		r.Config = cfg
@@ -134,7 +152,7 @@ func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
 		r.change(now, "node %s finds round %d full (%d nodes): it joins again once the round is over", node, r.Round, participants)
 	case r.Complete:
 		if _, ok := r.Members[node]; !ok && waiting >= MaxNodes {
-			return errors.Wrapf(ErrFull, "%d nodes wait for round %d of the run already", waiting, r.Round+1)
+			return wire.WithKind(ErrFull, errors.Errorf("%d nodes wait for round %d of the run already", waiting, r.Round+1))
 		}
 		r.Members[node] = Member{Token: token, Rank: -1, Waiting: true, Seen: now}
 		r.change(now, "node %s waits for round %d", node, r.Round+1)
@@ -195,12 +213,12 @@ func (r *Run) Close(now time.Time, why string) bool {
 func (r *Run) admit(now time.Time, node, token string) error {
 	switch {
 	case node == "" || len(node) > MaxNameBytes || token == "" || len(token) > MaxNameBytes:
-		return errors.Wrapf(ErrBadJoin, "a node's name and token take 1 to %d bytes; got %d and %d", MaxNameBytes, len(node), len(token))
+		return wire.WithKind(ErrBadJoin, errors.Errorf("a node's name and token take 1 to %d bytes; got %d and %d", MaxNameBytes, len(node), len(token)))
 	case r.Closed:
-		return errors.Wrapf(ErrClosed, "the run is closed (%s)", r.Last.Why)
+		return wire.WithKind(ErrClosed, errors.Errorf("the run is closed (%s)", r.Last.Why))
 	}
 	if m, ok := r.Members[node]; ok && m.Token != token && now.Sub(m.Seen) <= r.Config.Grace {
-		return errors.Wrapf(ErrIdentity, "node %s is in the run under another token, seen %v ago", node, now.Sub(m.Seen).Round(time.Millisecond))
+		return wire.WithKind(ErrIdentity, errors.Errorf("node %s is in the run under another token, seen %v ago", node, now.Sub(m.Seen).Round(time.Millisecond)))
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ package mastertest
 import (
 	"testing"
 
-	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
@@ -18,7 +17,7 @@ func Serve(t testing.TB, svc *master.Service, cfg trainerport.Config) string {
 	t.Helper()
 	lis := porttest.Listen(t)
 	porttest.Serve(t, cfg, lis, func(srv *trainerport.Server) error {
-		return srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc))
+		return master.Register(srv, svc)
 	})
 	return lis.Addr().String()
 }
