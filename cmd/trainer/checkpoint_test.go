@@ -15,6 +15,7 @@ import (
 
 	"github.com/trainmaster/master/go/client/clienttest"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/taskqueue"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
@@ -38,7 +39,7 @@ func TestGroupResumesFromItsCheckpoint(t *testing.T) {
 	}
 	defer svc.Close()
 	p := porttest.Start(t, trainerport.Config{}, func(srv *trainerport.Server) error {
-		return master.Register(srv, svc)
+		return mastertest.Register(srv, svc)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

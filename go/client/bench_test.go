@@ -16,6 +16,7 @@ import (
 	"github.com/trainmaster/master/go/client"
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/master/mastertest"
 	"github.com/trainmaster/master/internal/trainerport"
 )
 
@@ -129,7 +130,7 @@ func startBenchMaster(b *testing.B, ds *benchDataset) *benchMaster {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := master.Register(srv, svc); err != nil {
+	if err := mastertest.Register(srv, svc); err != nil {
 		b.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -25,7 +25,7 @@ var layers = map[string]int{
 	"internal/election": 0, "internal/etcdembed": 0, "internal/ratelog": 0,
 
 	// 1: pure logic and the edges that know only the contract.
-	"internal/dataset": 1, "internal/taskqueue": 1, "internal/trainerport": 1,
+	"internal/dataset": 1, "internal/taskqueue": 1, "internal/rendezvous": 1, "internal/trainerport": 1,
 	"internal/etcdconn": 1, "internal/etcdembed/etcdtest": 1,
 	"go/client": 1, "go/client/clienttest": 1, "internal/masterbench": 1,
 	"internal/statusapi": 1,
@@ -47,7 +47,7 @@ var layers = map[string]int{
 
 // noRPC are the packages whose dependencies must not include net/rpc: the
 // transport lives in internal/trainerport alone.
-var noRPC = []string{"internal/etcdstore", "internal/monitor", "internal/taskqueue", "internal/statusweb", "internal/master"}
+var noRPC = []string{"internal/etcdstore", "internal/monitor", "internal/taskqueue", "internal/rendezvous", "internal/statusweb", "internal/master"}
 
 type pkg struct {
 	path    string // without the module prefix

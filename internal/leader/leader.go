@@ -213,7 +213,10 @@ func newPort(svc *master.Service, cfg trainerport.Config) (*trainerport.Server, 
 	if err != nil {
 		return nil, err
 	}
-	if err := master.Register(srv, svc); err != nil {
+	if err := srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc)); err != nil {
+		return nil, err
+	}
+	if err := srv.Register(wire.RendezvousServiceName, master.NewRendezvousReceiver(svc), nil); err != nil {
 		return nil, err
 	}
 	return srv, nil

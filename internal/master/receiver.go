@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/trainmaster/master/go/wire"
-	"github.com/trainmaster/master/internal/trainerport"
 )
 
 // Receiver is a Service's side of the trainer port (internal/trainerport):
@@ -122,15 +121,6 @@ func (c Connections) ConnClosed(conn uint64, trainers []string) {
 	for _, trainer := range trainers {
 		c.s.Disconnected(trainer)
 	}
-}
-
-// Register serves s on srv, as the master does: the Master service, with
-// the connections followed, and the Rendezvous service.
-func Register(srv *trainerport.Server, s *Service) error {
-	if err := srv.Register(wire.ServiceName, NewReceiver(s), NewConnections(s)); err != nil {
-		return err
-	}
-	return srv.Register(wire.RendezvousServiceName, NewRendezvousReceiver(s), nil)
 }
 
 // RendezvousReceiver is the rendezvous' side of the trainer port: its

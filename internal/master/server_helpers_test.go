@@ -1,6 +1,7 @@
 package master
 
 import (
+	"github.com/trainmaster/master/go/wire"
 	"net"
 	"net/rpc"
 	"testing"
@@ -20,7 +21,12 @@ type port struct {
 
 // serving registers s on the port as the master does.
 func serving(s *Service) func(*trainerport.Server) error {
-	return func(srv *trainerport.Server) error { return Register(srv, s) }
+	return func(srv *trainerport.Server) error {
+		if err := srv.Register(wire.ServiceName, NewReceiver(s), NewConnections(s)); err != nil {
+			return err
+		}
+		return srv.Register(wire.RendezvousServiceName, NewRendezvousReceiver(s), nil)
+	}
 }
 
 // startPort serves s with cfg (its Log replaced) on a new loopback port.

@@ -6,6 +6,7 @@ package mastertest
 import (
 	"testing"
 
+	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
@@ -16,8 +17,15 @@ import (
 func Serve(t testing.TB, svc *master.Service, cfg trainerport.Config) string {
 	t.Helper()
 	lis := porttest.Listen(t)
-	porttest.Serve(t, cfg, lis, func(srv *trainerport.Server) error {
-		return master.Register(srv, svc)
-	})
+	porttest.Serve(t, cfg, lis, func(srv *trainerport.Server) error { return Register(srv, svc) })
 	return lis.Addr().String()
+}
+
+// Register serves svc on srv as the master's leader does: the Master
+// service, following the connections, and the Rendezvous service.
+func Register(srv *trainerport.Server, svc *master.Service) error {
+	if err := srv.Register(wire.ServiceName, master.NewReceiver(svc), master.NewConnections(svc)); err != nil {
+		return err
+	}
+	return srv.Register(wire.RendezvousServiceName, master.NewRendezvousReceiver(svc), nil)
 }
