@@ -12,6 +12,7 @@ import (
 //
 //	Rendezvous.Join(j RendezvousJoin, reply *RendezvousView) error
 //	Rendezvous.Poll(p RendezvousPoll, reply *RendezvousView) error
+//	Rendezvous.Publish(p RendezvousPublish, reply *RendezvousView) error
 //	Rendezvous.Close(c RendezvousClose, reply *RendezvousView) error
 //
 // An agent draws a Token once and sends it, with its node's name, on every
@@ -20,8 +21,11 @@ import (
 // agent then polls, about once a second, until its view is Complete with
 // it a Participant, and keeps polling while its workers run: the poll is
 // its heartbeat, and a view with Waiting above 0 tells it to restart its
-// workers and join again. A node that stops polling for the run's Grace is
-// dropped. Close closes the run: no more joins. The master keeps each run
+// workers and join again. Once a round is complete, its rank 0 hosts the
+// store the round's agents share (torch's TCPStore) and Publishes its
+// address; the others poll until their view carries it. Each round hosts
+// its own, so that no node's death takes a later round's store with it. A
+// node that stops polling for the run's Grace is dropped. Close closes the run: no more joins. The master keeps each run
 // in etcd, fenced, so that a new leader continues the same round.
 
 // RendezvousServiceName is the rendezvous' net/rpc service name.
@@ -68,6 +72,13 @@ type RendezvousJoin struct {
 	GraceMs            int64 // how long a node may go without polling
 }
 
+// RendezvousPublish is what Rendezvous.Publish carries: the address
+// (host:port) of the store rank 0 of the complete round hosts.
+type RendezvousPublish struct {
+	RendezvousPoll
+	Store string
+}
+
 // RendezvousClose is what Rendezvous.Close carries.
 type RendezvousClose struct {
 	RendezvousPoll
@@ -84,7 +95,8 @@ type RendezvousView struct {
 	// Rank and World, once Complete, for a participant; -1 and 0 before.
 	Rank, World  int
 	Participants int
-	Waiting      int // nodes waiting for the next round
+	Waiting      int    // nodes waiting for the next round
+	Store        string // the round's store, once its rank 0 published it
 }
 
 // Check refuses a poll no run could answer.

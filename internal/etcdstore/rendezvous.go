@@ -20,7 +20,7 @@ import (
 //	{"format": 1, "round": 3, "complete": true,
 //	 "config": {"min": 2, "max": 3, "last_call_ms": 10000, "grace_ms": 30000},
 //	 "members": {"node-a": {"token": "...", "rank": 0}, "node-d": {"token": "...", "rank": -1, "waiting": true}},
-//	 "deadline": "...", "last": {"at": "...", "why": "round 3 complete with 2 nodes: ..."}}
+//	 "deadline": "...", "store": "10.0.0.7:29500", "last": {"at": "...", "why": "round 3 complete with 2 nodes: ..."}}
 //
 // A member's last heartbeat is not kept: a new leader counts each from its
 // restore.
@@ -33,6 +33,7 @@ type runValue struct {
 	Config   runConfigValue         `json:"config"`
 	Members  map[string]memberValue `json:"members,omitempty"`
 	Deadline time.Time              `json:"deadline,omitzero"`
+	Store    string                 `json:"store,omitempty"`
 	Last     changeValue            `json:"last"`
 }
 
@@ -58,7 +59,7 @@ func runsPrefix(namespace string) string { return namespace + "/rendezvous/" }
 
 // SaveRun implements master.RendezvousStore: one fenced put.
 func (c *Catalog) SaveRun(ctx context.Context, id string, run rendezvous.Run) error {
-	v := runValue{Format: Format, Round: run.Round, Complete: run.Complete, Closed: run.Closed, Deadline: run.Deadline,
+	v := runValue{Format: Format, Round: run.Round, Complete: run.Complete, Closed: run.Closed, Deadline: run.Deadline, Store: run.Store,
 		Config: runConfigValue{Min: run.Config.MinNodes, Max: run.Config.MaxNodes, LastCallMs: run.Config.LastCall.Milliseconds(), GraceMs: run.Config.Grace.Milliseconds()},
 		Last:   changeValue{At: run.Last.At, Why: run.Last.Why}, Members: map[string]memberValue{}}
 	for name, m := range run.Members {
@@ -102,7 +103,7 @@ func decodeRun(b []byte) (rendezvous.Run, error) {
 	if v.Format > Format {
 		return rendezvous.Run{}, errors.Errorf("format %d, newer than this master's %d", v.Format, Format)
 	}
-	run := rendezvous.Run{Round: v.Round, Complete: v.Complete, Closed: v.Closed, Deadline: v.Deadline, Last: rendezvous.Change{At: v.Last.At, Why: v.Last.Why},
+	run := rendezvous.Run{Round: v.Round, Complete: v.Complete, Closed: v.Closed, Deadline: v.Deadline, Store: v.Store, Last: rendezvous.Change{At: v.Last.At, Why: v.Last.Why},
 		Config:  rendezvous.Config{MinNodes: v.Config.Min, MaxNodes: v.Config.Max, LastCall: time.Duration(v.Config.LastCallMs) * time.Millisecond, Grace: time.Duration(v.Config.GraceMs) * time.Millisecond},
 		Members: map[string]rendezvous.Member{}}
 	if len(v.Members) > 0 {

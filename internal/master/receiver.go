@@ -143,6 +143,12 @@ func (r *RendezvousReceiver) Poll(p wire.RendezvousPoll, reply *wire.RendezvousV
 	return err
 }
 
+func (r *RendezvousReceiver) Publish(p wire.RendezvousPublish, reply *wire.RendezvousView) error {
+	v, err := r.s.RendezvousPublish(context.Background(), p)
+	*reply = v
+	return err
+}
+
 func (r *RendezvousReceiver) Close(c wire.RendezvousClose, reply *wire.RendezvousView) error {
 	v, err := r.s.RendezvousClose(context.Background(), c)
 	*reply = v

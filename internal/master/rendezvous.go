@@ -101,6 +101,14 @@ func (s *Service) RendezvousPoll(ctx context.Context, p wire.RendezvousPoll) (wi
 	})
 }
 
+// RendezvousPublish records the store of a complete round, hosted by its
+// rank 0.
+func (s *Service) RendezvousPublish(ctx context.Context, p wire.RendezvousPublish) (wire.RendezvousView, error) {
+	return s.onRun(ctx, p.RendezvousPoll, func(run *rendezvous.Run, now time.Time) error {
+		return run.Publish(now, p.Node, p.Token, p.Store)
+	})
+}
+
 // RendezvousClose closes a run.
 func (s *Service) RendezvousClose(ctx context.Context, c wire.RendezvousClose) (wire.RendezvousView, error) {
 	why := c.Why
@@ -166,5 +174,5 @@ func (s *Service) RendezvousRuns() map[string]rendezvous.Run {
 
 func viewOf(v rendezvous.View) wire.RendezvousView {
 	return wire.RendezvousView{Round: v.Round, Complete: v.Complete, Closed: v.Closed, Participant: v.Participant, Queued: v.Queued,
-		Rank: v.Rank, World: v.World, Participants: v.Participants, Waiting: v.Waiting}
+		Rank: v.Rank, World: v.World, Participants: v.Participants, Waiting: v.Waiting, Store: v.Store}
 }

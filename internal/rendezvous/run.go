@@ -74,7 +74,12 @@ type Run struct {
 	// Deadline is when the round, at MinNodes or more, stops waiting for
 	// more; zero while it has fewer.
 	Deadline time.Time
-	Last     Change
+	// Store is the address of the store the agents of the complete round
+	// share, hosted by its rank 0 (Publish); "" until published, and
+	// again once the round is over: each round hosts its own, so that no
+	// node's death takes the store of a later round with it.
+	Store string
+	Last  Change
 }
 
 // View is what a node learns of a run.
@@ -88,6 +93,7 @@ type View struct {
 	Participants int
 	Waiting      int // nodes waiting for the next round
 	Deadline     time.Time
+	Store        string // the round's store, once its rank 0 published it
 }
 
 // Clone returns a copy of r that shares nothing with it.
@@ -107,7 +113,7 @@ func (r *Run) Refresh(now time.Time) {
 
 // View returns what node learns of r.
 func (r *Run) View(node string) View {
-	v := View{Round: r.Round, Complete: r.Complete, Closed: r.Closed, Rank: -1, Deadline: r.Deadline}
+	v := View{Round: r.Round, Complete: r.Complete, Closed: r.Closed, Rank: -1, Deadline: r.Deadline, Store: r.Store}
 	for _, m := range r.Members {
 		if m.Waiting {
 			v.Waiting++
@@ -197,6 +203,26 @@ func (r *Run) Tick(now time.Time) bool {
 	return changed
 }
 
+// Publish records addr as the store of the complete round, hosted by node,
+// its rank 0.
+func (r *Run) Publish(now time.Time, node, token, addr string) error {
+	if err := r.admit(now, node, token); err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	m, ok := r.Members[node]
+	switch {
+	case addr == "" || len(addr) > MaxNameBytes:
+		return wire.WithKind(ErrBadJoin, errors.Errorf("a store address takes 1 to %d bytes; got %d", MaxNameBytes, len(addr)))
+	case !r.Complete || !ok || m.Waiting || m.Rank != 0:
+		return wire.WithKind(ErrBadJoin, errors.Errorf("node %s is not rank 0 of a complete round %d: only that node hosts the round's store", node, r.Round))
+	case r.Store == addr:
+		return nil
+	}
+	r.Store = addr
+	r.change(now, "node %s, rank 0 of round %d, hosts its store at %s", node, r.Round, addr)
+	return nil
+}
+
 // Close closes the run: no more joins.
 func (r *Run) Close(now time.Time, why string) bool {
 	if r.Closed {
@@ -235,7 +261,7 @@ func (r *Run) remove(now time.Time, node string) {
 	participants, _ := r.counts()
 	switch {
 	case r.Complete && participants == 0:
-		r.Complete = false
+		r.Complete, r.Store = false, ""
 		r.Round++
 		for name, w := range r.Members {
 			w.Waiting = false

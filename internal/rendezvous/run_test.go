@@ -204,3 +204,27 @@ func TestRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestRankZeroHostsTheRoundsStore: only rank 0 of a complete round
+// publishes its store; the others see it; the next round has none until
+// its own rank 0 publishes one.
+func TestRankZeroHostsTheRoundsStore(t *testing.T) {
+	var r Run
+	if err := r.Publish(at(0), "a", "token-a", "127.0.0.1:1"); !errors.Is(err, ErrBadJoin) {
+		t.Fatalf("a store before any round: %v", err)
+	}
+	join(t, &r, 0, "a", "b", "c")
+	if err := r.Publish(at(1), "b", "token-b", "127.0.0.1:2"); !errors.Is(err, ErrBadJoin) || !strings.Contains(err.Error(), "node b is not rank 0 of a complete round 0") {
+		t.Fatalf("rank 1 publishing: %v", err)
+	}
+	if err := r.Publish(at(1), "a", "token-a", "127.0.0.1:3"); err != nil {
+		t.Fatal(err)
+	}
+	if v := poll(t, &r, 2, "c"); v.Store != "127.0.0.1:3" {
+		t.Fatalf("c's view: %+v", v)
+	}
+	join(t, &r, 3, "a", "b", "c")
+	if v := poll(t, &r, 3, "c"); v.Round != 1 || !v.Complete || v.Store != "" {
+		t.Fatalf("round 1 before its rank 0 publishes: %+v", v)
+	}
+}
