@@ -46,7 +46,8 @@ class Connection:
 
     def call(self, method: str, arg: Any, *, overdue: Optional[Callable[[], Optional[str]]] = None,
              every: float = 2.0) -> Any:
-        """Calls Master.<method> with arg and returns the result, or raises
+        """Calls Master.<method> (or <Service>.<method>, when method names
+        its service) with arg and returns the result, or raises
         the contract's exception for the error the master answered. With
         overdue, a call still without a reply asks it, every `every`
         seconds, whether to give up: a reason returned abandons the call.
@@ -55,7 +56,8 @@ class Connection:
         read as another call's) and raises ConnectionLost."""
         with self._lock:
             self._next_id += 1
-            request = {"method": f"{SERVICE}.{method}", "params": [arg], "id": self._next_id}
+            name = method if "." in method else f"{SERVICE}.{method}"  # another service names itself
+            request = {"method": name, "params": [arg], "id": self._next_id}
             deadline = time.monotonic() + self._timeout
             try:
                 self._sock.settimeout(self._timeout)

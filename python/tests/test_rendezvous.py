@@ -1,0 +1,67 @@
+"""torchrun's agents meet at the master (python -m trainmaster.run,
+--rdzv_backend trainmaster): real masters on a real etcd, real agents and
+gloo workers on loopback."""
+
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+from conftest import ROOT
+
+WORKER = str(Path(__file__).parent / "rdzv_worker.py")
+
+
+def agent(procs, addr: str, nnodes: str, steps: int, run_id: str = "job-1", grace: int = 4):
+    env = {"PYTHONPATH": str(ROOT / "python")}
+    return procs(sys.executable, "-m", "trainmaster.run", "--nnodes", nnodes, "--nproc_per_node", "1",
+                 "--max_restarts", "3", "--monitor_interval", "0.5", "--rdzv_backend", "trainmaster",
+                 "--rdzv_endpoint", addr, "--rdzv_id", run_id, "--rdzv_conf", f"last_call=1,grace={grace}",
+                 WORKER, "--steps", str(steps), env=env)
+
+
+def test_two_agents_form_a_round_and_train(procs, master):
+    proc, addr = master()
+    agents = [agent(procs, addr, "2:3", 3) for _ in range(2)]
+    for a in agents:
+        a.wait_for(r"worker rank \d of 2: 3 steps done", timeout=60)
+        assert a.p.wait(30) == 0, "".join(a.lines[-30:])
+    ranks = sorted(re.search(r"worker rank (\d) of 2: pid", "".join(a.lines)).group(1) for a in agents)
+    assert ranks == ["0", "1"]
+    log = "".join(proc.lines)
+    assert "rendezvous job-1: round 0 complete with 2 nodes: its last call of 1s is over" in log
+    assert re.search(r"rank 0 of round 0, hosts its store at 127\.0\.0\.1:\d+", log)
+
+
+def test_the_agent_of_rank_0_killed(procs, master):
+    """Three agents of a job of 2 to 3 nodes train; the node holding rank 0
+    dies (its agent and worker killed with SIGKILL: what c10d's store, hosted
+    by one agent, does not survive); the other two re-form without it after
+    the grace, and finish."""
+    proc, addr = master()
+    grace = 4
+    agents = [agent(procs, addr, "2:3", 60, grace=grace) for _ in range(3)]
+    pids = {}
+    for a in agents:
+        m = a.wait_for(r"worker rank (\d) of 3: pid (\d+) agent (\d+)", timeout=60)
+        pids[m.group(1)] = (a, int(m.group(2)), int(m.group(3)))
+    victim, worker_pid, agent_pid = pids["0"]
+    assert victim.p.pid == agent_pid
+    time.sleep(2)  # mid-run
+    killed = time.monotonic()
+    for pid in (agent_pid, worker_pid):
+        os.kill(pid, signal.SIGKILL)
+    rest = [a for a in agents if a is not victim]
+    for a in rest:
+        a.wait_for(r"worker rank \d of 2: pid", timeout=grace + 30)
+    reformed = time.monotonic() - killed
+    for a in rest:
+        a.wait_for(r"worker rank \d of 2: 60 steps done", timeout=90)
+        assert a.p.wait(30) == 0, "".join(a.lines[-30:])
+    log = "".join(proc.lines)
+    assert re.search(r"rendezvous job-1: node \S+ dropped: no heartbeat for [\d.]+s \(grace 4s\)", log), log[-3000:]
+    assert "rendezvous job-1: round 1 complete with 2 nodes" in log
+    assert reformed <= grace + 10, f"training again {reformed:.1f} s after the kill (grace {grace} s)"
+    print(f"kill to training again: {reformed:.1f} s (grace {grace} s)")
