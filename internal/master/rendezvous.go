@@ -155,7 +155,9 @@ func (s *Service) onRun(ctx context.Context, p wire.RendezvousPoll, op func(*ren
 			}
 			return wire.RendezvousView{}, wire.WithKind(wire.ErrNotServing, errors.WithMessagef(err, "master: store rendezvous run %q", p.Run))
 		}
-		s.cfg.Log.WithFields(logrus.Fields{"run": p.Run, "round": run.Round, "complete": run.Complete}).Infof("rendezvous %s: %s", p.Run, run.Last.Why)
+		for _, note := range run.TakeNotes() {
+			s.cfg.Log.WithFields(logrus.Fields{"run": p.Run, "round": run.Round, "complete": run.Complete}).Infof("rendezvous %s: %s", p.Run, note)
+		}
 	}
 	s.rdzv.runs[p.Run] = run
 	return viewOf(run.View(p.Node)), nil

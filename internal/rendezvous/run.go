@@ -80,6 +80,7 @@ type Run struct {
 	// node's death takes the store of a later round with it.
 	Store string
 	Last  Change
+	notes []string // every change since TakeNotes, for the log
 }
 
 // View is what a node learns of a run.
@@ -99,7 +100,17 @@ type View struct {
 // Clone returns a copy of r that shares nothing with it.
 func (r Run) Clone() Run {
 	r.Members = maps.Clone(r.Members)
+	r.notes = nil
 	return r
+}
+
+// TakeNotes returns what changed since it was last called, in order: a
+// call may change a run more than once (a join that completes a round),
+// and Last holds only the last.
+func (r *Run) TakeNotes() []string {
+	notes := r.notes
+	r.notes = nil
+	return notes
 }
 
 // Refresh counts every member's heartbeat from now: a master that takes
@@ -316,6 +327,7 @@ func (r *Run) counts() (participants, waiting int) {
 
 func (r *Run) change(now time.Time, format string, args ...any) {
 	r.Last = Change{At: now, Why: fmt.Sprintf(format, args...)}
+	r.notes = append(r.notes, r.Last.Why)
 }
 
 func (c Config) String() string {

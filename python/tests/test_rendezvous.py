@@ -65,3 +65,24 @@ def test_the_agent_of_rank_0_killed(procs, master):
     assert "rendezvous job-1: round 1 complete with 2 nodes" in log
     assert reformed <= grace + 10, f"training again {reformed:.1f} s after the kill (grace {grace} s)"
     print(f"kill to training again: {reformed:.1f} s (grace {grace} s)")
+
+
+def test_the_leading_master_killed_during_a_round(procs, master, etcd):
+    """Two of the three nodes a run needs have joined when the leading
+    master is killed with SIGKILL; the standby takes over the same round
+    from etcd, the third node joins it there, and the three train. The
+    agents find the new leader through etcd (--rdzv_endpoint etcd://)."""
+    leader, _ = master()
+    standby, _ = master(wait=False)
+    endpoint = "etcd://" + etcd.split("://", 1)[1]
+    first = [agent(procs, endpoint, "3:3", 5, grace=6) for _ in range(2)]
+    leader.wait_for(r"rendezvous job-1: node \S+ joined round 0 \(2 nodes, 3 to 3 wanted\)", timeout=60)
+    leader.p.send_signal(signal.SIGKILL)
+    standby.wait_for(r"leading: serving trainers", timeout=30)
+    third = agent(procs, endpoint, "3:3", 5, grace=6)
+    for a in first + [third]:
+        a.wait_for(r"worker rank \d of 3: 5 steps done", timeout=90)
+        assert a.p.wait(30) == 0, "".join(a.lines[-30:])
+    log = "".join(standby.lines)
+    assert re.search(r"rendezvous job-1: node \S+ joined round 0 \(3 nodes, 3 to 3 wanted\)", log), log[-3000:]
+    assert "rendezvous job-1: round 0 complete with 3 nodes: it has the most nodes" in log

@@ -186,7 +186,8 @@ def create_handler(params: RendezvousParameters) -> MasterRendezvousHandler:
     resolver: Union[str, Callable[[], str]] = endpoint
     if endpoint.startswith("etcd://"):
         from .discovery import EtcdResolver
-        resolver = EtcdResolver(endpoint[len("etcd://"):].split(","), params.get("namespace", ""))
+        hosts = endpoint[len("etcd://"):].split(",")
+        resolver = EtcdResolver([h if "://" in h else f"http://{h}" for h in hosts], params.get("namespace", ""))
     token = None
     if params.get("token_file"):
         with open(params.get("token_file")) as f:
