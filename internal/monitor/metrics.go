@@ -75,6 +75,8 @@ var (
 	rewindsDesc     = desc("trainmaster_rewinds_total", "Datasets taken back to a data checkpoint (Master.Rewind) while this process led: each dataset of a rewind counts, once per restart.")
 	lastCheckpoint  = desc("trainmaster_checkpoint_last_id", "The ID of the newest data checkpoint kept; 0 while none is.")
 	lastCheckpointT = desc("trainmaster_checkpoint_last_timestamp_seconds", "When the newest data checkpoint kept was stored, in Unix seconds; 0 while none is.")
+	rdzvRound       = desc("trainmaster_rendezvous_round", "The round of the rendezvous run of the job's elastic agents.", "run")
+	rdzvNodes       = desc("trainmaster_rendezvous_nodes", "Nodes of the rendezvous run: participants of its round, and nodes waiting for the next.", "run", "state")
 	trainersDesc    = desc("trainmaster_trainers", "Trainers this master tracks (seen lately or holding a task).")
 	trainerTasks    = desc("trainmaster_trainer_tasks_total", "Tasks the trainer finished since this master first saw it.", "trainer")
 	trainerRecords  = desc("trainmaster_trainer_records_total", "Records of the tasks the trainer finished since this master first saw it.", "trainer")
@@ -106,7 +108,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	m.metrics.groupSize.Describe(ch)
 	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
 		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, relievedDesc, piecesDesc, discardsDesc, rejectedDesc,
-		checkpointsDesc, rewindsDesc, lastCheckpoint, lastCheckpointT,
+		checkpointsDesc, rewindsDesc, lastCheckpoint, lastCheckpointT, rdzvRound, rdzvNodes,
 		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
 		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone} {
 		ch <- d
@@ -168,6 +170,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(discardsDesc, float64(cn.discards))
 	counter(rejectedDesc, float64(cn.rejected))
 	collectCheckpoints(ch, st.Checkpoints, cn, len(sets) > 0)
+	collectRendezvous(ch, st.Rendezvous)
 	gauge(trainersDesc, float64(st.TrainersTotal))
 	for _, t := range st.Trainers {
 		counter(trainerTasks, float64(t.TasksTotal), t.Name)

@@ -34,6 +34,7 @@ import (
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/rendezvous"
 	"github.com/trainmaster/master/internal/statusapi"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -133,6 +134,7 @@ func New(cfg Config) *Monitor {
 type JobSource interface {
 	Jobs() []master.JobState
 	Checkpoints() master.CheckpointsState
+	RendezvousRuns() map[string]rendezvous.Run
 }
 
 // Lead tells the monitor that jobs is the leading service of a new term;
@@ -309,15 +311,17 @@ func (m *Monitor) status(shown int) (statusapi.Status, counts) {
 	var (
 		jobs []master.JobState
 		cps  master.CheckpointsState
+		runs map[string]rendezvous.Run
 	)
 	if src := m.source(); src != nil {
 		jobs = src.Jobs() // outside m.mu: it takes the datasets' locks
 		cps = src.Checkpoints()
+		runs = src.RendezvousRuns()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Now()
-	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born), Checkpoints: checkpointsStatus(cps)}
+	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born), Checkpoints: checkpointsStatus(cps), Rendezvous: rendezvousStatus(runs)}
 	// pass is train's: -1 while no job is known, each trainer's latest
 	// pass then; the job runs while one of its datasets does.
 	pass, running := -1, false

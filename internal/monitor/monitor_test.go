@@ -18,6 +18,7 @@ import (
 	"github.com/trainmaster/master/go/recordio"
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
+	"github.com/trainmaster/master/internal/rendezvous"
 	"github.com/trainmaster/master/internal/statusapi"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -509,8 +510,9 @@ trainmaster_dataset_pass_records_done{dataset="train"} 3
 // jobSource is a leading service reduced to what the monitor reads.
 type jobSource []master.JobState
 
-func (s jobSource) Jobs() []master.JobState              { return s }
-func (s jobSource) Checkpoints() master.CheckpointsState { return master.CheckpointsState{} }
+func (s jobSource) Jobs() []master.JobState                   { return s }
+func (s jobSource) Checkpoints() master.CheckpointsState      { return master.CheckpointsState{} }
+func (s jobSource) RendezvousRuns() map[string]rendezvous.Run { return nil }
 
 // TestLeadAnySource: the monitor shows the datasets of whatever JobSource
 // leads, train as the job and the others beside it, with the ETAs of

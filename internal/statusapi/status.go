@@ -32,6 +32,8 @@ type Status struct {
 	// Checkpoints are the job's data checkpoints kept: nil on a standby,
 	// and while none is kept.
 	Checkpoints *CheckpointsStatus `json:"checkpoints,omitempty"`
+	// Rendezvous are the runs of the job's elastic agents, by run ID.
+	Rendezvous []RendezvousStatus `json:"rendezvous,omitempty"`
 	// Trainers, stalled ones first, then slowest first; at most
 	// monitor.MaxShownTrainers of TrainersTotal.
 	Trainers      []TrainerStatus `json:"trainers"`
