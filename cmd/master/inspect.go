@@ -17,6 +17,7 @@ import (
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/etcdconn"
 	"github.com/trainmaster/master/internal/etcdstore"
+	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/statusapi"
 	"github.com/trainmaster/master/internal/taskqueue"
 )
@@ -33,6 +34,8 @@ type inspection struct {
 	Datasets []queueInspection `json:"datasets,omitempty"`
 	// Checkpoints are the data checkpoints kept, oldest first.
 	Checkpoints []checkpointSummary `json:"checkpoints"`
+	// Rendezvous are the runs of the job's elastic agents, by run ID.
+	Rendezvous []statusapi.RendezvousStatus `json:"rendezvous,omitempty"`
 }
 
 // queueInspection is the state of one dataset.
@@ -190,6 +193,11 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return printCheckpoint(stdout, kept, *checkpoint, *asJSON)
 	}
 	in.Checkpoints = summariseCheckpoints(kept)
+	runs, err := catalog.LoadRuns(ctx)
+	if err != nil {
+		return err
+	}
+	in.Rendezvous = monitor.RendezvousStatus(runs)
 	names, err := catalog.Names(ctx)
 	if err != nil {
 		return err
@@ -334,6 +342,9 @@ func (in inspection) print(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	printCheckpoints(w, in.Checkpoints)
+	for _, r := range in.Rendezvous {
+		fmt.Fprintf(w, "rendezvous: %s\n", r.Text())
+	}
 }
 
 func (in queueInspection) print(w io.Writer) {

@@ -321,7 +321,7 @@ func (m *Monitor) status(shown int) (statusapi.Status, counts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.cfg.Now()
-	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born), Checkpoints: checkpointsStatus(cps), Rendezvous: rendezvousStatus(runs)}
+	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born), Checkpoints: checkpointsStatus(cps), Rendezvous: RendezvousStatus(runs)}
 	// pass is train's: -1 while no job is known, each trainer's latest
 	// pass then; the job runs while one of its datasets does.
 	pass, running := -1, false

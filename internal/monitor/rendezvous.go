@@ -13,7 +13,9 @@ import (
 // The rendezvous runs of the job's elastic agents, as the leading service
 // keeps them (JobSource.RendezvousRuns): the page's and the gauges'.
 
-func rendezvousStatus(runs map[string]rendezvous.Run) []statusapi.RendezvousStatus {
+// RendezvousStatus is what the status shows of runs, by run ID (also
+// master inspect's, read from etcd).
+func RendezvousStatus(runs map[string]rendezvous.Run) []statusapi.RendezvousStatus {
 	var out []statusapi.RendezvousStatus
 	for _, id := range slices.Sorted(maps.Keys(runs)) {
 		run := runs[id]
