@@ -2,11 +2,13 @@
 --rdzv_backend trainmaster): real masters on a real etcd, real agents and
 gloo workers on loopback."""
 
+import json
 import os
 import re
 import signal
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from conftest import ROOT
@@ -22,11 +24,24 @@ def agent(procs, addr: str, nnodes: str, steps: int, run_id: str = "job-1", grac
                  WORKER, "--steps", str(steps), env=env)
 
 
-def test_two_agents_form_a_round_and_train(procs, master):
+def etcd_revision(etcd: str) -> int:
+    req = urllib.request.Request(etcd + "/v3/kv/range", data=json.dumps({"key": "AA=="}).encode(), method="POST")
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return int(json.loads(resp.read())["header"]["revision"])
+
+
+def test_two_agents_form_a_round_and_train(procs, master, etcd):
+    """Two agents form a round and train; while they train, their
+    heartbeats (a poll every 0.5 s each) write nothing to etcd."""
     proc, addr = master()
-    agents = [agent(procs, addr, "2:3", 3) for _ in range(2)]
+    agents = [agent(procs, addr, "2:3", 20) for _ in range(2)]
     for a in agents:
-        a.wait_for(r"worker rank \d of 2: 3 steps done", timeout=60)
+        a.wait_for(r"worker rank \d of 2: pid", timeout=60)
+    idle_from = etcd_revision(etcd)
+    time.sleep(2)
+    assert etcd_revision(etcd) == idle_from, "etcd written to while the round trained"
+    for a in agents:
+        a.wait_for(r"worker rank \d of 2: 20 steps done", timeout=60)
         assert a.p.wait(30) == 0, "".join(a.lines[-30:])
     ranks = sorted(re.search(r"worker rank (\d) of 2: pid", "".join(a.lines)).group(1) for a in agents)
     assert ranks == ["0", "1"]
@@ -86,3 +101,20 @@ def test_the_leading_master_killed_during_a_round(procs, master, etcd):
     log = "".join(standby.lines)
     assert re.search(r"rendezvous job-1: node \S+ joined round 0 \(3 nodes, 3 to 3 wanted\)", log), log[-3000:]
     assert "rendezvous job-1: round 0 complete with 3 nodes: it has the most nodes" in log
+
+
+def test_a_node_joining_mid_job_is_admitted_at_the_next_round(procs, master):
+    """Two agents of a job of 2 to 3 nodes train; a third agent starts
+    mid-job: it waits, the two restart their workers, and the next round
+    has the three, which finish together."""
+    proc, addr = master()
+    first = [agent(procs, addr, "2:3", 40) for _ in range(2)]
+    for a in first:
+        a.wait_for(r"worker rank \d of 2: pid", timeout=60)
+    third = agent(procs, addr, "2:3", 40)
+    for a in first + [third]:
+        a.wait_for(r"worker rank \d of 3: 40 steps done", timeout=90)
+        assert a.p.wait(30) == 0, "".join(a.lines[-30:])
+    log = "".join(proc.lines)
+    assert re.search(r"rendezvous job-1: node \S+ waits for round 1", log), log[-3000:]
+    assert "rendezvous job-1: round 1 complete with 3 nodes: it has the most nodes" in log
