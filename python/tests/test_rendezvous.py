@@ -5,13 +5,15 @@ gloo workers on loopback."""
 import json
 import os
 import re
+import shlex
 import signal
+import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import BIN, ROOT
 
 WORKER = str(Path(__file__).parent / "rdzv_worker.py")
 
@@ -118,3 +120,29 @@ def test_a_node_joining_mid_job_is_admitted_at_the_next_round(procs, master):
     log = "".join(proc.lines)
     assert re.search(r"rendezvous job-1: node \S+ waits for round 1", log), log[-3000:]
     assert "rendezvous job-1: round 1 complete with 3 nodes: it has the most nodes" in log
+
+
+def test_the_readme_elastic_example_runs_as_given(tmp_path, master):
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### Elastic: torchrun's agents meet at the master", 1)[1].split("\n## ", 1)[0]
+    block = section.split("\n\n    ", 1)[1].split("\n\n", 1)[0]
+    lines = [line.strip() for line in ("    " + block).replace("\\\n", " ").splitlines()]
+    master_line, data, launch = lines
+    flags = shlex.split(master_line.rstrip("&"))[1:]
+    for flag in ("-addr", "-data-dir"):  # the test's own
+        i = flags.index(flag)
+        del flags[i:i + 2]
+    proc, addr = master(*flags)
+
+    def local(command: str) -> str:
+        for old, new in {"127.0.0.1:8082": addr, "/tmp/": f"{tmp_path}/", "bin/recordio": f"{BIN}/recordio",
+                         "/usr/bin/python3": sys.executable}.items():
+            command = command.replace(old, new)
+        return command
+
+    subprocess.run(["sh", "-c", local(data)], cwd=ROOT, check=True, timeout=30)
+    done = subprocess.run(["sh", "-c", local(launch)], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert len(re.findall(r"rank \d: w 3\.00, b 1\.00", out)) == 2, out[-3000:]
+    assert "rendezvous elastic-1: round 0 complete with 2 nodes" in "".join(proc.lines)
