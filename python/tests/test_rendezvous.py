@@ -146,3 +146,26 @@ def test_the_readme_elastic_example_runs_as_given(tmp_path, master):
     assert done.returncode == 0, out[-3000:]
     assert len(re.findall(r"rank \d: w 3\.00, b 1\.00", out)) == 2, out[-3000:]
     assert "rendezvous elastic-1: round 0 complete with 2 nodes" in "".join(proc.lines)
+
+
+def test_hostile_joins_are_refused_with_their_reasons(master):
+    """A run ID past its bound, and a node claiming a live node's name
+    under another token, are refused with the master's reasons; the run
+    goes on."""
+    import pytest
+    from torch.distributed.elastic.rendezvous import RendezvousError
+
+    from trainmaster.rendezvous import MasterRendezvousHandler
+
+    _, addr = master()
+    too_long = MasterRendezvousHandler("r" * 200, addr, 1, 2, join_timeout=10)
+    with pytest.raises(RendezvousError, match="bad rendezvous join: a run ID takes 1 to 128 bytes; got 200"):
+        too_long.next_rendezvous()
+    honest = MasterRendezvousHandler("job-h", addr, 1, 2, last_call=0, node="node-a", join_timeout=10)
+    store, rank, world = honest.next_rendezvous()
+    assert (rank, world) == (0, 1)
+    impostor = MasterRendezvousHandler("job-h", addr, 1, 2, last_call=0, node="node-a", join_timeout=10)
+    with pytest.raises(RendezvousError, match="node held by another agent: node node-a is in the run under another token"):
+        impostor.next_rendezvous()
+    assert honest.num_nodes_waiting() == 0 and not honest.is_closed()
+    assert honest.shutdown()
