@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import re
 import subprocess
 import sys
@@ -114,6 +115,16 @@ def master(procs, etcd):
         return p, (p.wait_for(SERVING).group(1) if wait else None)
 
     return start
+
+
+def readme_master(master, line: str):
+    """Starts a master with the flags of a README's `bin/master ... &` line,
+    less -addr and -data-dir (the test's own); returns (proc, address)."""
+    flags = shlex.split(line.rstrip("&"))[1:]
+    for flag in ("-addr", "-data-dir"):
+        i = flags.index(flag)
+        del flags[i:i + 2]
+    return master(*flags)
 
 
 def write_dataset(directory: Path, files: int, records: int, compressor: str = "none", prefix: str = "part") -> str:

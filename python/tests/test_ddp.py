@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from typing import List
 import pytest
 import torch
 
-from conftest import BIN, ROOT, binary, write_dataset, write_points
+from conftest import BIN, ROOT, binary, readme_master, write_dataset, write_points
 from trainmaster import BadGroup, Client, PassTooSmall, recordio, wire
 
 RANK = Path(__file__).with_name("ddp_rank.py")
@@ -313,11 +312,7 @@ def _readme_commands():
 
 def test_the_readme_example_runs_as_given(tmp_path, master):
     master_line, data, run = _readme_commands()
-    flags = shlex.split(master_line.rstrip("&"))[1:]
-    for flag in ("-addr", "-data-dir"):  # the test's own
-        i = flags.index(flag)
-        del flags[i:i + 2]
-    proc, addr = master(*flags)
+    proc, addr = readme_master(master, master_line)
     local = {"127.0.0.1:8080": addr, "/tmp/": f"{tmp_path}/"}
     for old, new in local.items():
         data, run = data.replace(old, new), run.replace(old, new)

@@ -27,7 +27,6 @@ import json
 import os
 import queue
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import BIN, ROOT, binary, write_points
+from conftest import BIN, ROOT, binary, readme_master, write_points
 from trainmaster import wire
 
 RANK = Path(__file__).with_name("ddp_checkpoint_rank.py")
@@ -203,11 +202,7 @@ def test_the_readme_checkpoint_example_runs_as_given(tmp_path, master):
     rm, master_line, data, crash, resume = _readme_checkpoint_commands()
     assert rm.startswith("rm -rf ") and master_line.startswith("bin/master ") and "seq 0 9999" in data
     assert "--crash-at 150" in crash and "--nproc_per_node 3" in crash and "--nproc_per_node 2" in resume
-    flags = shlex.split(master_line.rstrip("&"))[1:]
-    for flag in ("-addr", "-data-dir"):  # the test's own
-        i = flags.index(flag)
-        del flags[i:i + 2]
-    proc, addr = master(*flags)
+    proc, addr = readme_master(master, master_line)
 
     def local(command: str) -> str:
         for old, new in {"127.0.0.1:8081": addr, "/tmp/": f"{tmp_path}/", "bin/recordio": f"{BIN}/recordio"}.items():

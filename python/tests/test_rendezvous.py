@@ -5,7 +5,6 @@ gloo workers on loopback."""
 import json
 import os
 import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, readme_master
 
 WORKER = str(Path(__file__).parent / "rdzv_worker.py")
 
@@ -128,11 +127,7 @@ def test_the_readme_elastic_example_runs_as_given(tmp_path, master):
     block = section.split("\n\n    ", 1)[1].split("\n\n", 1)[0]
     lines = [line.strip() for line in ("    " + block).replace("\\\n", " ").splitlines()]
     master_line, data, launch = lines
-    flags = shlex.split(master_line.rstrip("&"))[1:]
-    for flag in ("-addr", "-data-dir"):  # the test's own
-        i = flags.index(flag)
-        del flags[i:i + 2]
-    proc, addr = master(*flags)
+    proc, addr = readme_master(master, master_line)
 
     def local(command: str) -> str:
         for old, new in {"127.0.0.1:8082": addr, "/tmp/": f"{tmp_path}/", "bin/recordio": f"{BIN}/recordio",
