@@ -32,13 +32,16 @@ def etcd_revision(etcd: str) -> int:
 
 
 def test_two_agents_form_a_round_and_train(procs, master, etcd):
-    """Two agents form a round and train; while they train, their
-    heartbeats (a poll every 0.5 s each) write nothing to etcd."""
+    """Two agents form a round and train. The round cost etcd four writes
+    (two joins, the end of the last call, the store); while they train,
+    their heartbeats (a poll every 0.5 s each) write nothing."""
     proc, addr = master()
+    before = etcd_revision(etcd)
     agents = [agent(procs, addr, "2:3", 20) for _ in range(2)]
     for a in agents:
         a.wait_for(r"worker rank \d of 2: pid", timeout=60)
     idle_from = etcd_revision(etcd)
+    assert idle_from - before == 4, f"the round cost {idle_from - before} writes"
     time.sleep(2)
     assert etcd_revision(etcd) == idle_from, "etcd written to while the round trained"
     for a in agents:
