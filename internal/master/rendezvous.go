@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"time"
 
@@ -167,8 +166,8 @@ func (s *Service) onRun(ctx context.Context, p wire.RendezvousPoll, op func(*ren
 func (s *Service) RendezvousRuns() map[string]rendezvous.Run {
 	s.rdzv.mu.Lock()
 	defer s.rdzv.mu.Unlock()
-	runs := maps.Clone(s.rdzv.runs)
-	for id, run := range runs {
+	runs := make(map[string]rendezvous.Run, len(s.rdzv.runs))
+	for id, run := range s.rdzv.runs {
 		runs[id] = run.Clone()
 	}
 	return runs

@@ -125,13 +125,7 @@ func (r *Run) Refresh(now time.Time) {
 // View returns what node learns of r.
 func (r *Run) View(node string) View {
 	v := View{Round: r.Round, Complete: r.Complete, Closed: r.Closed, Rank: -1, Deadline: r.Deadline, Store: r.Store}
-	for _, m := range r.Members {
-		if m.Waiting {
-			v.Waiting++
-			continue
-		}
-		v.Participants++
-	}
+	v.Participants, v.Waiting = r.counts()
 	m, ok := r.Members[node]
 	v.Participant, v.Queued = ok && !m.Waiting, ok && m.Waiting
 	if v.Participant && r.Complete {
