@@ -3,13 +3,21 @@
 Every 40 steps every rank takes a data checkpoint (loader.state_dict(): a
 barrier at the master), and rank 0 saves it with the model and the
 optimizer in one torch.save file, CHECKPOINTS/latest.pt (written aside,
-then renamed: the file there is always whole). A job started when that
-file exists resumes from it: the model, the optimizer, and the master
-taken back to the checkpoint (loader.load_state_dict), on whatever number
-of ranks it has; the first epoch then trains the rest of the checkpoint's
-pass, and every record is trained exactly once in each pass into the model
-that goes on. See doc/pytorch.md, Checkpoints. With --crash-at N, rank 1
-kills itself with SIGKILL at step N (torchrun then stops the other ranks).
+then renamed: the file there is always whole); a run that finds no such
+file takes one at step 0. A run started when that file exists resumes
+from it: rank 0 reads it and hands it to every rank, which restore the
+model, the optimizer, and the master taken back to the checkpoint
+(loader.load_state_dict), on whatever number of ranks the run has; the
+first epoch then trains the rest of the checkpoint's pass, and every
+record is trained exactly once in each pass into the model that goes on.
+See doc/pytorch.md, Checkpoints. With --crash-at N, rank 1 kills itself
+with SIGKILL at step N of the job's first run (torchrun then stops the
+other ranks).
+
+Under `python -m trainmaster.run`, torchrun's agents meeting at the
+master, the agents restart the workers themselves after a crash, or when
+a node dies or joins, and the workers resume the same way (README.md,
+Elastic); CHECKPOINTS is then a directory every node reaches.
 
 From the repository's root, with a master at 127.0.0.1:8081 (README.md,
 Data-parallel PyTorch: checkpoints): 3 ranks crash at step 150, 2 resume:
@@ -47,7 +55,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=2, help="passes to train (the master's -passes)")
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2, help="DataLoader workers of each rank (they parse records)")
-    ap.add_argument("--crash-at", type=int, default=0, help="rank 1 kills itself with SIGKILL at this step")
+    ap.add_argument("--crash-at", type=int, default=0,
+                    help="rank 1 kills itself with SIGKILL at this step of the job's first run")
     ap.add_argument("files", nargs="+", help="the dataset's RecordIO files (glob patterns)")
     args = ap.parse_args()
 
@@ -59,20 +68,34 @@ def main() -> None:
     loader = DataLoader(TaskDataset(addr=args.addr, dataset=args.files, transform=parse),
                         batch_size=args.batch_size, num_workers=args.workers)
     latest = Path(args.checkpoints) / "latest.pt"
-    first, step = 0, 0
-    if latest.exists():  # a restart: the model, the optimizer, and the data position, on every rank
-        saved = torch.load(latest)
+
+    def save(state, step):  # rank 0 writes it aside, then renames it: the file there is always whole
+        if rank == 0:
+            latest.parent.mkdir(parents=True, exist_ok=True)
+            torch.save({"model": model.module.state_dict(), "optimizer": opt.state_dict(), "loader": state,
+                        "step": step}, latest.with_suffix(".tmp"))
+            os.replace(latest.with_suffix(".tmp"), latest)
+
+    # Rank 0 reads the last checkpoint and hands it to every rank: they
+    # agree on whether this run resumes, and only rank 0 needs the file.
+    shared = [torch.load(latest) if rank == 0 and latest.exists() else None]
+    dist.broadcast_object_list(shared, src=0)
+    saved, first, step = shared[0], 0, 0
+    if saved is not None:  # a restart: the model, the optimizer, and the data position, on every rank
         model.module.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
         loader.load_state_dict(saved["loader"])  # the master goes back to the checkpoint (once for all ranks)
         first, step = saved["loader"]["pass"], saved["step"]
         print(f"rank {rank}: resumed from step {step} (checkpoint {saved['loader']['checkpoint']}) in epoch {first}, "
               f"{world} ranks", flush=True)
+    else:  # the first run: a checkpoint of nothing trained yet, for a crash before the next one to go back to
+        save(loader.state_dict(), 0)
+    crash = args.crash_at if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0" and rank == 1 else None
 
     for epoch in range(first, args.epochs):
         steps = 0
         for x, y in loader:  # one pass (after a restart: the rest of the checkpoint's)
-            if step + 1 == args.crash_at and rank == 1:
+            if step + 1 == crash:
                 os.kill(os.getpid(), signal.SIGKILL)  # a crash
             loss = torch.nn.functional.mse_loss(model(x), y)
             opt.zero_grad()
@@ -81,12 +104,7 @@ def main() -> None:
             step += 1
             steps += 1
             if step % args.every == 0:
-                state = loader.state_dict()  # every rank, at the same step, after its optimizer step
-                if rank == 0:
-                    latest.parent.mkdir(parents=True, exist_ok=True)
-                    torch.save({"model": model.module.state_dict(), "optimizer": opt.state_dict(), "loader": state,
-                                "step": step}, latest.with_suffix(".tmp"))
-                    os.replace(latest.with_suffix(".tmp"), latest)
+                save(loader.state_dict(), step)  # every rank, at the same step, after its optimizer step
         plan = loader.plan
         if plan is None:
             print(f"rank {rank}: epoch {epoch}: nothing left of pass {loader.pass_}", flush=True)

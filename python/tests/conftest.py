@@ -4,6 +4,7 @@ from $TRAINMASTER_BIN (the Makefile builds them into bin/)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shlex
@@ -13,7 +14,8 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
@@ -76,6 +78,42 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
+
+
+def json_lines(path: Path) -> List[dict]:
+    """The JSON lines a process appended to path (one killed may have left
+    its last line cut: it is dropped)."""
+    lines = []
+    for line in path.read_text().splitlines():
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return lines
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout: float) -> Any:
+    """check()'s first true value, asked every 0.1 s; fails naming what it
+    waited for after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} within {timeout:g} s")
+        time.sleep(0.1)
+
+
+def assert_trained_once(trained: Dict[int, Counter], records: int, context: str) -> None:
+    """Every record of 0 to records counted exactly once in each epoch of
+    trained (epoch: record id: times trained)."""
+    for epoch, seen in trained.items():
+        twice = sorted(i for i, n in seen.items() if n > 1)
+        missing = sorted(set(range(records)) - set(seen))
+        assert not twice and not missing and len(seen) == records, (
+            f"epoch {epoch}: {len(twice)} records trained twice ({twice[:10]}), {len(missing)} never "
+            f"({missing[:10]})\n{context}")
 
 
 @pytest.fixture

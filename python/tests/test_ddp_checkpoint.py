@@ -37,7 +37,7 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import BIN, ROOT, binary, readme_master, write_points
+from conftest import BIN, ROOT, assert_trained_once, json_lines, readme_master, write_points
 from trainmaster import wire
 
 RANK = Path(__file__).with_name("ddp_checkpoint_rank.py")
@@ -84,15 +84,8 @@ def supervise(ranks) -> Dict[int, int]:
 
 
 def steps_of(out: Path, job: int, rank: int) -> List[dict]:
-    """The lines a rank of a job wrote (a rank killed may have left its
-    last line cut: it is dropped)."""
-    lines = []
-    for line in (out / f"job{job}-rank{rank}.jsonl").read_text().splitlines():
-        try:
-            lines.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return lines
+    """The lines a rank of a job wrote."""
+    return json_lines(out / f"job{job}-rank{rank}.jsonl")
 
 
 @pytest.mark.parametrize("death,last", [
@@ -151,18 +144,13 @@ def test_a_job_killed_resumes_on_another_world_size_and_trains_every_record_once
                 trained[line["epoch"]].update(line["ids"])
     resumed = [steps_of(out, 2, r) for r in range(2)]
     for lines in resumed:
-        assert lines[0]["resumed"].endswith(f"ckpt-1-{last}-rank0.pt") and lines[0]["state"] == states[0]
+        assert lines[1]["resumed"].endswith(f"ckpt-1-{last}-rank0.pt") and lines[1]["state"] == states[0]
         for line in lines:
             if "ids" in line:
                 trained[line["epoch"]].update(line["ids"])
-    rewound = [lines[0]["rewound"]["Rewound"] for lines in resumed]
+    rewound = [lines[1]["rewound"]["Rewound"] for lines in resumed]
     assert sorted(rewound) == [False, True], rewound  # one restart, rewound once
-    for epoch, seen in trained.items():
-        twice = sorted(i for i, n in seen.items() if n > 1)
-        missing = sorted(set(range(RECORDS)) - set(seen))
-        assert not twice and not missing and len(seen) == RECORDS, (
-            f"epoch {epoch}: {len(twice)} records trained twice ({twice[:10]}), {len(missing)} never "
-            f"({missing[:10]})\n{log[-4000:]}")
+    assert_trained_once(trained, RECORDS, log[-4000:])
 
     # Job 2 trained the rest of the checkpoint's pass, shared by its 2
     # ranks (the plans of the records left), then the next passes whole:
