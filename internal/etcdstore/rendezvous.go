@@ -73,6 +73,12 @@ func (c *Catalog) SaveRun(ctx context.Context, id string, run rendezvous.Run) er
 	return st.commitUnits(ctx, [][]clientv3.Op{{clientv3.OpPut(runsPrefix(c.cfg.Namespace)+id, string(b))}})
 }
 
+// DeleteRun implements master.RendezvousStore: one fenced delete.
+func (c *Catalog) DeleteRun(ctx context.Context, id string) error {
+	st := newStore(c.cfg, runsPrefix(c.cfg.Namespace), c.sh)
+	return st.commitUnits(ctx, [][]clientv3.Op{{clientv3.OpDelete(runsPrefix(c.cfg.Namespace) + id)}})
+}
+
 // LoadRuns implements master.RendezvousStore; a prefix holding more runs
 // than a master keeps is refused, not read.
 func (c *Catalog) LoadRuns(ctx context.Context) (map[string]rendezvous.Run, error) {

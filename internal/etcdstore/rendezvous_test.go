@@ -14,8 +14,8 @@ import (
 
 // TestRunsRoundTrip: a rendezvous run stored in real etcd, readable with
 // etcdctl, comes back the same but for its members' heartbeats; a value
-// no master wrote is refused, naming its key; a master that lost the lock
-// stores nothing.
+// no master wrote is refused, naming its key; a run deleted is gone; a
+// master that lost the lock stores and deletes nothing.
 func TestRunsRoundTrip(t *testing.T) {
 	_, cli := etcdtest.Start(t)
 	_, l := lead(t, cli, "/job")
@@ -53,11 +53,23 @@ func TestRunsRoundTrip(t *testing.T) {
 			t.Errorf("loading %s: %v", bad, err)
 		}
 	}
+	if err := cat.SaveRun(ctx, "job/8", run); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.DeleteRun(ctx, "job/8"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := cli.Get(ctx, "/job/rendezvous/job/8"); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("a run deleted: %v %v", resp, err)
+	}
 	if err := l.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
 	lead(t, cli, "/job")
 	if err := cat.SaveRun(ctx, "job/7", run); !errors.Is(err, master.ErrLeadershipLost) {
 		t.Fatalf("a save after losing the lock: %v", err)
+	}
+	if err := cat.DeleteRun(ctx, "job/7"); !errors.Is(err, master.ErrLeadershipLost) {
+		t.Fatalf("a delete after losing the lock: %v", err)
 	}
 }

@@ -26,6 +26,8 @@ type RendezvousStore interface {
 	SaveRun(ctx context.Context, id string, run rendezvous.Run) error
 	// LoadRuns returns the stored runs, by ID.
 	LoadRuns(ctx context.Context) (map[string]rendezvous.Run, error)
+	// DeleteRun removes run id, fenced.
+	DeleteRun(ctx context.Context, id string) error
 }
 
 // MemoryRuns is a RendezvousStore in memory.
@@ -42,6 +44,14 @@ func (m *MemoryRuns) SaveRun(_ context.Context, id string, run rendezvous.Run) e
 		m.runs = map[string]rendezvous.Run{}
 	}
 	m.runs[id] = run.Clone()
+	return nil
+}
+
+// DeleteRun implements RendezvousStore.
+func (m *MemoryRuns) DeleteRun(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.runs, id)
 	return nil
 }
 
@@ -135,12 +145,14 @@ func (s *Service) onRun(ctx context.Context, p wire.RendezvousPoll, op func(*ren
 	if s.rdzv.runs == nil {
 		s.rdzv.runs = map[string]rendezvous.Run{}
 	}
+	now := s.cfg.Clock.Now()
 	old, known := s.rdzv.runs[p.Run]
 	if !known && len(s.rdzv.runs) >= wire.MaxRendezvous {
-		return wire.RendezvousView{}, wire.WithKind(wire.ErrRendezvousFull, errors.Errorf("the master keeps %d runs, the most; run %q is refused", len(s.rdzv.runs), p.Run))
+		if err := s.dropOverRun(ctx, now, p.Run); err != nil {
+			return wire.RendezvousView{}, err
+		}
 	}
 	run := old.Clone()
-	now := s.cfg.Clock.Now()
 	if err := op(&run, now); err != nil {
 		return wire.RendezvousView{}, err
 	}
@@ -149,10 +161,7 @@ func (s *Service) onRun(ctx context.Context, p wire.RendezvousPoll, op func(*ren
 		err := s.cfg.Rendezvous.SaveRun(cctx, p.Run, run)
 		cancel()
 		if err != nil {
-			if errors.Is(err, ErrLeadershipLost) {
-				s.lost(err)
-			}
-			return wire.RendezvousView{}, wire.WithKind(wire.ErrNotServing, errors.WithMessagef(err, "master: store rendezvous run %q", p.Run))
+			return wire.RendezvousView{}, s.storeFailed(err, "store", p.Run)
 		}
 		for _, note := range run.TakeNotes() {
 			s.cfg.Log.WithFields(logrus.Fields{"run": p.Run, "round": run.Round, "complete": run.Complete}).Infof("rendezvous %s: %s", p.Run, note)
@@ -160,6 +169,39 @@ func (s *Service) onRun(ctx context.Context, p wire.RendezvousPoll, op func(*ren
 	}
 	s.rdzv.runs[p.Run] = run
 	return viewOf(run.View(p.Node)), nil
+}
+
+// dropOverRun makes room for run id among runs at wire.MaxRendezvous: it
+// deletes the run Over the longest (closed, its nodes gone), or refuses
+// id when none is. Called with rdzv.mu held.
+func (s *Service) dropOverRun(ctx context.Context, now time.Time, id string) error {
+	oldest := ""
+	for name, run := range s.rdzv.runs {
+		if run.Over(now) && (oldest == "" || run.Last.At.Before(s.rdzv.runs[oldest].Last.At)) {
+			oldest = name
+		}
+	}
+	if oldest == "" {
+		return wire.WithKind(wire.ErrRendezvousFull, errors.Errorf("the master keeps %d runs, the most, none of them over (closed, its nodes gone); run %q is refused", len(s.rdzv.runs), id))
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	if err := s.cfg.Rendezvous.DeleteRun(cctx, oldest); err != nil {
+		return s.storeFailed(err, "delete", oldest)
+	}
+	s.cfg.Log.WithField("run", oldest).Infof("rendezvous %s dropped to make room for run %s: it was closed (%s), and none of its nodes calls any more", oldest, id, s.rdzv.runs[oldest].Last.Why)
+	delete(s.rdzv.runs, oldest)
+	return nil
+}
+
+// storeFailed is the error of a failed write of run id: the caller may
+// retry at the leader (wire.ErrNotServing); a lost leadership ends the
+// service's.
+func (s *Service) storeFailed(err error, what, id string) error {
+	if errors.Is(err, ErrLeadershipLost) {
+		s.lost(err)
+	}
+	return wire.WithKind(wire.ErrNotServing, errors.WithMessagef(err, "master: %s rendezvous run %q", what, id))
 }
 
 // RendezvousRuns returns a copy of the runs, for the status page.

@@ -2,8 +2,10 @@ package master
 
 import (
 	"fmt"
+	"maps"
 	"net/rpc"
 	"net/rpc/jsonrpc"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +143,54 @@ func TestRendezvousRefusals(t *testing.T) {
 	}
 	if n := len(s.RendezvousRuns()["job-1"].Members); n != 1 {
 		t.Errorf("members after the refusals: %d", n)
+	}
+}
+
+// TestRendezvousRunsOverMakeRoom: with the most runs kept, a new run is
+// refused while every run is open or has a node still calling; once a
+// closed run's nodes are all silent past its grace, the new run takes its
+// place, and the store no longer holds it.
+func TestRendezvousRunsOverMakeRoom(t *testing.T) {
+	runs := &MemoryRuns{}
+	s, clock := newService(t, Config{Rendezvous: runs})
+	join := func(run string) error {
+		j := rdzvJoin("a")
+		j.Run = run
+		_, err := s.RendezvousJoin(t.Context(), j)
+		return err
+	}
+	for i := range wire.MaxRendezvous {
+		if err := join(fmt.Sprint("job-", i)); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	for _, i := range []int{3, 7} {
+		c := wire.RendezvousClose{RendezvousPoll: rdzvJoin("a").RendezvousPoll, Why: "the job finished"}
+		c.Run = fmt.Sprint("job-", i)
+		if _, err := s.RendezvousClose(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	want := wire.TextRendezvousFull + ": the master keeps 16 runs, the most, none of them over"
+	if err := join("job-new"); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("a new run while the closed ones' nodes may call: %v", err)
+	}
+	clock.Advance(31 * time.Second)
+	if err := join("job-new"); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := runs.LoadRuns(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, kept3 := stored["job-3"]
+	_, kept7 := stored["job-7"]
+	if _, ok := stored["job-new"]; !ok || kept3 || !kept7 || len(stored) != wire.MaxRendezvous {
+		t.Fatalf("stored runs %v: want job-new in place of job-3, the one closed first", slices.Sorted(maps.Keys(stored)))
+	}
+	if len(s.RendezvousRuns()) != wire.MaxRendezvous {
+		t.Errorf("runs kept: %d", len(s.RendezvousRuns()))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pkg/errors"
@@ -136,8 +137,14 @@ func (r *Run) View(node string) View {
 
 // Join has node leave the round it took part in, if any, and join the
 // round being formed, or wait for the next while one is complete; a full
-// complete round leaves it out until it ends. cfg must be the run's.
+// complete round leaves it out until it ends. cfg must be the run's. A
+// run that is Over begins anew, at the next round.
 func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
+	if r.Over(now) {
+		was := r.Last
+		*r = Run{Round: r.Round + 1, Members: map[string]Member{}}
+		r.change(now, "begins anew at round %d: it was closed %v ago (%s), and none of its nodes calls any more", r.Round, now.Sub(was.At).Round(time.Second), strings.TrimPrefix(was.Why, "closed: "))
+	}
 	if err := r.admit(now, node, token); err != nil {
 		return err
 	}
@@ -175,6 +182,22 @@ func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
 	return nil
 }
 
+// Over reports whether r is closed and each of its nodes silent past the
+// grace: no agent waits on it any more, so that a join begins the run
+// anew (torchrun's default run ID, "none", is every job's) and a master
+// short of room for another run may drop it.
+func (r *Run) Over(now time.Time) bool {
+	if !r.Closed {
+		return false
+	}
+	for _, m := range r.Members {
+		if now.Sub(m.Seen) <= r.Config.Grace {
+			return false
+		}
+	}
+	return true
+}
+
 // Poll records the heartbeat of node, if it is a member, and moves the
 // run on (Tick). A node that is not (dropped, or left out of a full
 // round) learns so from the view, and joins again.
@@ -191,8 +214,12 @@ func (r *Run) Poll(now time.Time, node, token string) (View, error) {
 }
 
 // Tick drops the nodes silent for the Grace and completes a round whose
-// last call is over; it reports whether the run changed.
+// last call is over; it reports whether the run changed. A closed run
+// stays as it was closed.
 func (r *Run) Tick(now time.Time) bool {
+	if r.Closed {
+		return false
+	}
 	changed := false
 	for _, node := range slices.Sorted(maps.Keys(r.Members)) {
 		if m := r.Members[node]; now.Sub(m.Seen) > r.Config.Grace {

@@ -228,3 +228,33 @@ func TestRankZeroHostsTheRoundsStore(t *testing.T) {
 		t.Fatalf("round 1 before its rank 0 publishes: %+v", v)
 	}
 }
+
+// TestAClosedRunBeginsAnewOnceItsNodesAreGone: a closed run refuses joins
+// while a node of it still calls within the grace; once none does, a join
+// begins it anew at the next round, in whatever shape the new job asks.
+func TestAClosedRunBeginsAnewOnceItsNodesAreGone(t *testing.T) {
+	var r Run
+	join(t, &r, 0, "a", "b")
+	r.Close(at(1), "by node a: the agent shut down")
+	poll(t, &r, 20, "b") // b learns of the close
+	if r.Over(at(50)) {
+		t.Fatal("over while b called 30s ago")
+	}
+	if err := r.Join(at(50), "c", "t", cfg23); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a join while b may still call: %v", err)
+	}
+	if !r.Over(at(51)) {
+		t.Fatal("not over once every node is silent past the grace")
+	}
+	other := Config{MinNodes: 1, MaxNodes: 1, Grace: time.Minute}
+	if err := r.Join(at(51), "c", "t", other); err != nil {
+		t.Fatal(err)
+	}
+	if r.Closed || r.Round != 1 || !r.Complete || len(r.Members) != 1 || r.Config != other {
+		t.Fatalf("the run begun anew: %+v", r)
+	}
+	if notes := r.TakeNotes(); len(notes) != 3 || !strings.Contains(notes[0],
+		"begins anew at round 1: it was closed 50s ago (by node a: the agent shut down), and none of its nodes calls any more") {
+		t.Errorf("notes %q", notes)
+	}
+}

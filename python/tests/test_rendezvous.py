@@ -190,6 +190,36 @@ def test_hostile_joins_are_refused_with_their_reasons(master):
     assert honest.shutdown()
 
 
+def test_a_run_closed_begins_anew_once_its_nodes_are_gone(master):
+    """A job that ended closed its run; the same run ID is refused while a
+    node of it may still call, and begins anew at the next round once
+    every node is silent past the grace: a job started again under the
+    same --rdzv_id runs."""
+    from torch.distributed.elastic.rendezvous import RendezvousClosedError
+
+    from trainmaster.rendezvous import MasterRendezvousHandler
+
+    proc, addr = master()
+    first = MasterRendezvousHandler("job-again", addr, 1, 1, last_call=0, grace=3, join_timeout=10)
+    assert first.next_rendezvous()[1:] == (0, 1)
+    assert first.shutdown()
+
+    def join_again():
+        again = MasterRendezvousHandler("job-again", addr, 1, 1, last_call=0, grace=3, join_timeout=10)
+        try:
+            return again, again.next_rendezvous()
+        except RendezvousClosedError:
+            return None
+
+    refused = join_again()
+    assert refused is None, "joined a run closed less than its grace ago"
+    again, (_, rank, world) = wait_until("the closed run begun anew", join_again, 10)
+    assert (rank, world) == (0, 1)
+    proc.wait_for(r"rendezvous job-again: begins anew at round 1: it was closed \d+s ago \(by node \S+: the agent "
+                  r"shut down\), and none of its nodes calls any more")
+    assert again.shutdown()
+
+
 # The elastic DDP job: tests/ddp_checkpoint_rank.py --elastic under three,
 # then two, then three agents.
 RANK = str(Path(__file__).parent / "ddp_checkpoint_rank.py")
