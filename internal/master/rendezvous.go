@@ -104,10 +104,33 @@ func (s *Service) RendezvousJoin(ctx context.Context, j wire.RendezvousJoin) (wi
 // RendezvousPoll renews a node's heartbeat and answers its view
 // (rendezvous.Run.Poll).
 func (s *Service) RendezvousPoll(ctx context.Context, p wire.RendezvousPoll) (wire.RendezvousView, error) {
+	if v, beat, err := s.heartbeat(p); beat {
+		return v, err
+	}
 	return s.onRun(ctx, p, func(run *rendezvous.Run, now time.Time) error {
 		_, err := run.Poll(now, p.Node, p.Token)
 		return err
 	})
+}
+
+// heartbeat answers the poll p of a run that is not Due: it renews the
+// node's heartbeat in place, with no copy of the run nor write, so that a
+// poll costs the same in a round of 4,096 nodes as of 2. beat is false
+// when the poll may change the run: onRun then takes it.
+func (s *Service) heartbeat(p wire.RendezvousPoll) (v wire.RendezvousView, beat bool, err error) {
+	if err := p.Check(); err != nil {
+		return wire.RendezvousView{}, true, err
+	}
+	s.rdzv.mu.Lock()
+	defer s.rdzv.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	run, known := s.rdzv.runs[p.Run]
+	if !known || run.Due(now) {
+		return wire.RendezvousView{}, false, nil
+	}
+	view, err := run.Poll(now, p.Node, p.Token)
+	s.rdzv.runs[p.Run] = run // its members are the kept run's; its counts' cache is new
+	return viewOf(view), true, err
 }
 
 // RendezvousPublish records the store of a complete round, hosted by its

@@ -71,7 +71,9 @@ type Run struct {
 	Round    int
 	Complete bool
 	Closed   bool
-	Members  map[string]Member
+	// Members change through Run's methods only (put, drop): they keep
+	// the counts of participants and waiting nodes.
+	Members map[string]Member
 	// Deadline is when the round, at MinNodes or more, stops waiting for
 	// more; zero while it has fewer.
 	Deadline time.Time
@@ -82,6 +84,16 @@ type Run struct {
 	Store string
 	Last  Change
 	notes []string // every change since TakeNotes, for the log
+	tally tally    // counts' cache, cleared by put and drop
+	// nextScan is when a member may first be silent past the grace: Tick
+	// looks for silent members only from then (zero: at once).
+	nextScan time.Time
+}
+
+// tally is what counts counted; ok is false until it counted.
+type tally struct {
+	participants, waiting int
+	ok                    bool
 }
 
 // View is what a node learns of a run.
@@ -166,16 +178,16 @@ func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
 	participants, waiting := r.counts()
 	switch {
 	case r.Complete && participants >= r.Config.MaxNodes:
-		delete(r.Members, node) // not waiting: the round's agents would restart for nothing
+		r.drop(node) // not waiting: the round's agents would restart for nothing
 		r.change(now, "node %s finds round %d full (%d nodes): it joins again once the round is over", node, r.Round, participants)
 	case r.Complete:
 		if _, ok := r.Members[node]; !ok && waiting >= MaxNodes {
 			return wire.WithKind(ErrFull, errors.Errorf("%d nodes wait for round %d of the run already", waiting, r.Round+1))
 		}
-		r.Members[node] = Member{Token: token, Rank: -1, Waiting: true, Seen: now}
+		r.put(node, Member{Token: token, Rank: -1, Waiting: true, Seen: now})
 		r.change(now, "node %s waits for round %d", node, r.Round+1)
 	default:
-		r.Members[node] = Member{Token: token, Rank: -1, Seen: now}
+		r.put(node, Member{Token: token, Rank: -1, Seen: now})
 		r.change(now, "node %s joined round %d (%d nodes, %d to %d wanted)", node, r.Round, participants+1, r.Config.MinNodes, r.Config.MaxNodes)
 		r.formed(now)
 	}
@@ -221,18 +233,39 @@ func (r *Run) Tick(now time.Time) bool {
 		return false
 	}
 	changed := false
-	for _, node := range slices.Sorted(maps.Keys(r.Members)) {
-		if m := r.Members[node]; now.Sub(m.Seen) > r.Config.Grace {
-			r.remove(now, node)
-			r.change(now, "node %s dropped: no heartbeat for %v (grace %v)", node, now.Sub(m.Seen).Round(time.Millisecond), r.Config.Grace)
-			changed = true
+	if now.After(r.nextScan) {
+		var earliest time.Time // the oldest heartbeat of the members left
+		for _, node := range slices.Sorted(maps.Keys(r.Members)) {
+			m := r.Members[node]
+			if now.Sub(m.Seen) > r.Config.Grace {
+				r.remove(now, node)
+				r.change(now, "node %s dropped: no heartbeat for %v (grace %v)", node, now.Sub(m.Seen).Round(time.Millisecond), r.Config.Grace)
+				changed = true
+			} else if earliest.IsZero() || m.Seen.Before(earliest) {
+				earliest = m.Seen
+			}
 		}
+		// Heartbeats only move Seen on, and joins come with now: no member
+		// is silent past the grace before this.
+		r.nextScan = earliest.Add(r.Config.Grace)
 	}
-	if participants, _ := r.counts(); !r.Complete && participants >= r.Config.MinNodes && participants > 0 && !now.Before(r.Deadline) {
+	if r.lastCallOver(now) {
 		r.complete(now, fmt.Sprintf("its last call of %v is over", r.Config.LastCall))
 		changed = true
 	}
 	return changed
+}
+
+// Due reports whether Tick may change r at now: a last call over, or a
+// member that may be silent past the grace. A poll of a run not due only
+// renews its node's heartbeat, which a master need not store.
+func (r *Run) Due(now time.Time) bool {
+	return !r.Closed && (now.After(r.nextScan) || r.lastCallOver(now))
+}
+
+func (r *Run) lastCallOver(now time.Time) bool {
+	participants, _ := r.counts()
+	return !r.Complete && participants >= r.Config.MinNodes && participants > 0 && !now.Before(r.Deadline)
 }
 
 // Publish records addr as the store of the complete round, hosted by node,
@@ -286,7 +319,7 @@ func (r *Run) admit(now time.Time, node, token string) error {
 // one leaving a round being formed below MinNodes stops its last call.
 func (r *Run) remove(now time.Time, node string) {
 	m, ok := r.Members[node]
-	delete(r.Members, node)
+	r.drop(node)
 	if !ok || m.Waiting {
 		return
 	}
@@ -297,7 +330,7 @@ func (r *Run) remove(now time.Time, node string) {
 		r.Round++
 		for name, w := range r.Members {
 			w.Waiting = false
-			r.Members[name] = w
+			r.put(name, w)
 		}
 		r.formed(now)
 	case !r.Complete && participants < r.Config.MinNodes:
@@ -330,20 +363,41 @@ func (r *Run) complete(now time.Time, why string) {
 	for rank, name := range names {
 		m := r.Members[name]
 		m.Rank = rank
-		r.Members[name] = m
+		r.put(name, m)
 	}
 	r.change(now, "round %d complete with %d nodes: %s", r.Round, len(names), why)
 }
 
+// counts returns the participants and the nodes waiting, counted once
+// after each change of members: a poll of a round of thousands of nodes
+// does not count them again.
 func (r *Run) counts() (participants, waiting int) {
-	for _, m := range r.Members {
-		if m.Waiting {
-			waiting++
-		} else {
-			participants++
+	if !r.tally.ok {
+		r.tally = tally{ok: true}
+		for _, m := range r.Members {
+			if m.Waiting {
+				r.tally.waiting++
+			} else {
+				r.tally.participants++
+			}
 		}
 	}
-	return participants, waiting
+	return r.tally.participants, r.tally.waiting
+}
+
+// put and drop change the members; a heartbeat, which changes only a
+// member's Seen, writes it in place.
+func (r *Run) put(name string, m Member) {
+	if r.Members == nil {
+		r.Members = map[string]Member{}
+	}
+	r.Members[name] = m
+	r.tally = tally{}
+}
+
+func (r *Run) drop(name string) {
+	delete(r.Members, name)
+	r.tally = tally{}
 }
 
 func (r *Run) change(now time.Time, format string, args ...any) {

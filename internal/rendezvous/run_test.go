@@ -2,6 +2,7 @@ package rendezvous
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,47 @@ func TestAClosedRunBeginsAnewOnceItsNodesAreGone(t *testing.T) {
 	if notes := r.TakeNotes(); len(notes) != 3 || !strings.Contains(notes[0],
 		"begins anew at round 1: it was closed 50s ago (by node a: the agent shut down), and none of its nodes calls any more") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// TestAPollOfARunNotDueChangesNothingButItsHeartbeat: in random runs of
+// joins, polls, silences and closes, whenever a run is not Due, Tick
+// changes nothing; and a node silent past the grace is dropped at the
+// first Tick after it, though Tick looks for silent nodes once per grace.
+func TestAPollOfARunNotDueChangesNothingButItsHeartbeat(t *testing.T) {
+	for seed := range int64(200) {
+		rng := rand.New(rand.NewSource(seed))
+		cfg := Config{MinNodes: 1 + rng.Intn(3), MaxNodes: 4 + rng.Intn(3), LastCall: time.Duration(rng.Intn(5)) * time.Second, Grace: time.Duration(1+rng.Intn(10)) * time.Second}
+		var r Run
+		now := t0
+		for step := range 300 {
+			now = now.Add(time.Duration(rng.Intn(1500)) * time.Millisecond)
+			node := fmt.Sprint("n", rng.Intn(8))
+			if !r.Due(now) {
+				before := r.Clone()
+				if r.Tick(now) || r.Last != before.Last || len(r.Members) != len(before.Members) || r.Complete != before.Complete {
+					t.Fatalf("seed %d step %d: a run not due changed at its Tick: %+v, was %+v", seed, step, r, before)
+				}
+			}
+			switch op := rng.Intn(10); {
+			case op < 3:
+				_ = r.Join(now, node, "t", cfg)
+			case op < 9:
+				_, _ = r.Poll(now, node, "t")
+			case r.Round > 2:
+				r.Close(now, "done")
+			}
+			r.Tick(now)
+			for name, m := range r.Members {
+				if now.Sub(m.Seen) > cfg.Grace && !r.Closed {
+					t.Fatalf("seed %d step %d: node %s silent for %v past its grace %v is kept", seed, step, name, now.Sub(m.Seen), cfg.Grace)
+				}
+			}
+			p, w := r.counts()
+			r.tally = tally{}
+			if p2, w2 := r.counts(); p != p2 || w != w2 {
+				t.Fatalf("seed %d step %d: counts %d, %d kept; %d, %d counted", seed, step, p, w, p2, w2)
+			}
+		}
 	}
 }
