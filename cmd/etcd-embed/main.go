@@ -65,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (etcdembed.Config, error) {
 	fs.BoolVar(&c.UnsafeNoFsync, "unsafe-no-fsync", false, "skip fsync: fast, loses data on a machine crash (tests only)")
 	fs.Int64Var(&c.QuotaBackendBytes, "quota-backend-bytes", 0, "backend size `limit` (0: etcd's default, 2 GiB)")
 	fs.UintVar(&c.MaxRequestBytes, "max-request-bytes", 0, "largest request in `bytes` (0: etcd's default, 1.5 MiB)")
+	fs.UintVar(&c.MaxTxnOps, "max-txn-ops", 0, fmt.Sprintf("most `operations` of a transaction (0: %d; etcd's own default is 128)", etcdembed.DefaultMaxTxnOps))
 	fs.StringVar(&c.AutoCompactionRetention, "auto-compaction-retention", "", "history to keep: revisions with mode revision, a duration with mode periodic (empty or 0: no auto-compaction)")
 	fs.StringVar(&c.AutoCompactionMode, "auto-compaction-mode", "periodic", "revision or periodic")
 	fs.StringVar(&tls.CertFile, "cert-file", "", "server certificate `file` (PEM); serves clients over https")

@@ -17,6 +17,7 @@ const (
 	DefaultClusterToken = "trainmaster"
 	DefaultLogLevel     = "error"
 	DefaultReadyTimeout = 60 * time.Second
+	DefaultMaxTxnOps    = 8192
 )
 
 // Cluster states of Config.ClusterState.
@@ -63,6 +64,10 @@ type Config struct {
 
 	QuotaBackendBytes int64 // 0 = etcd's default (2 GiB)
 	MaxRequestBytes   uint  // 0 = etcd's default (1.5 MiB)
+	// MaxTxnOps is the most operations of a transaction; 0 =
+	// DefaultMaxTxnOps, where etcd's own default is 128: the master's
+	// commits then take up to a transaction's bytes of what waits.
+	MaxTxnOps uint
 	// AutoCompactionRetention keeps this much history: a number of revisions
 	// with mode "revision" (e.g. "1000"), a duration with mode "periodic"
 	// (e.g. "1h", a bare number means hours). "" or "0" = no auto-compaction.

@@ -29,6 +29,10 @@ func (r resolved) embedConfig(stopping *atomic.Bool) (*embed.Config, error) {
 	if r.MaxRequestBytes > 0 {
 		ec.MaxRequestBytes = r.MaxRequestBytes
 	}
+	ec.MaxTxnOps = DefaultMaxTxnOps
+	if r.MaxTxnOps > 0 {
+		ec.MaxTxnOps = r.MaxTxnOps
+	}
 	ec.AutoCompactionMode = r.AutoCompactionMode
 	ec.AutoCompactionRetention = r.AutoCompactionRetention
 	if r.TLS != nil {

@@ -40,7 +40,8 @@
 // (--max-txn-ops) and 1.5 MiB a request (--max-request-bytes,
 // Config.MaxRequestBytes):
 //
-//	operations a transaction      120 (maxOps)
+//	operations a transaction      Config.MaxTxnOps less 8: 120 at
+//	                              etcd's default (DetectMaxTxnOps)
 //	keys and values a transaction two thirds of MaxRequestBytes: 1 MiB
 //	meta                          the same (its patterns are most of it)
 //	file page                     256 KiB, or half a transaction if less;

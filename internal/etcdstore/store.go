@@ -22,12 +22,15 @@ import (
 
 // Limits of one transaction: etcd refuses a request of more than its
 // --max-request-bytes (Config.MaxRequestBytes) and a transaction of more
-// than its --max-txn-ops operations (128 by default).
+// than its --max-txn-ops operations (Config.MaxTxnOps).
 const (
 	// DefaultMaxRequestBytes is etcd's default --max-request-bytes: 1.5 MiB.
 	DefaultMaxRequestBytes = 3 << 19
-	// maxOps is the most operations of one transaction of this store.
-	maxOps = 120
+	// DefaultMaxTxnOps is etcd's default --max-txn-ops.
+	DefaultMaxTxnOps = 128
+	// opsMargin is what the store leaves of etcd's --max-txn-ops: a
+	// transaction has at most MaxTxnOps - opsMargin operations.
+	opsMargin = 8
 )
 
 // txnBytesOf is the most bytes of keys, values and range ends one
@@ -54,7 +57,13 @@ type Config struct {
 	// SaveDataset refuses, before it writes anything, a dataset whose meta
 	// or a page of whose index would not fit one.
 	MaxRequestBytes int
-	Log             logrus.FieldLogger
+	// MaxTxnOps is the --max-txn-ops of that etcd: the most operations of
+	// a transaction (DetectMaxTxnOps finds it). Default
+	// DefaultMaxTxnOps, etcd's own default. A commit of the queues writes
+	// at most this many entries less a few in one transaction, so the
+	// larger it is, the more a commit takes of what waits.
+	MaxTxnOps int
+	Log       logrus.FieldLogger
 }
 
 // Store is a master.Store in etcd.
@@ -62,6 +71,7 @@ type Store struct {
 	cfg         Config
 	keys        keys
 	maxTxnBytes int // of keys, values and range ends in one transaction
+	maxOps      int // operations of one transaction
 
 	sh *shared
 }
@@ -97,6 +107,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if cfg.MaxTxnOps < DefaultMaxTxnOps {
+		cfg.MaxTxnOps = DefaultMaxTxnOps
+	}
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
@@ -104,7 +117,7 @@ func (cfg Config) withDefaults() Config {
 }
 
 func newStore(cfg Config, prefix string, sh *shared) *Store {
-	return &Store{cfg: cfg, keys: keys(prefix), maxTxnBytes: txnBytesOf(cfg.MaxRequestBytes), sh: sh}
+	return &Store{cfg: cfg, keys: keys(prefix), maxTxnBytes: txnBytesOf(cfg.MaxRequestBytes), maxOps: cfg.MaxTxnOps - opsMargin, sh: sh}
 }
 
 // rootPrefix is the prefix of every dataset of a job: the keys of a
@@ -179,7 +192,7 @@ func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
 }
 
 // Commit implements master.Store. A change too large for one transaction
-// (maxOps operations, Store.maxTxnBytes bytes) is written in several, its
+// (Store.maxOps operations, maxTxnBytes bytes) is written in several, its
 // entries in order, each transaction a state the queues could have been
 // in. When the change ends a pass, the pass key is written in the same
 // transaction as the last entry of the pass it ends, and the entries of
@@ -191,7 +204,7 @@ func (s *Store) SaveDataset(ctx context.Context, ds *dataset.Dataset) error {
 // large to store. The round is written with the pass, in the pass key, when
 // the change moves the pass (starting a round does).
 func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) error {
-	maxError := min(maxEntryErrorBytes, s.maxTxnBytes/4)
+	maxError := s.maxEntryError()
 	ops := make([]clientv3.Op, 0, len(ch.Records)+1)
 	for _, r := range ch.Records {
 		ops = append(ops, clientv3.OpPut(s.keys.task(r.Index), string(encodeEntry(r.Index, r.Entry, maxError))))
@@ -203,7 +216,7 @@ func (s *Store) Commit(ctx context.Context, round int, ch taskqueue.Change) erro
 	if len(ops) == 0 {
 		return nil
 	}
-	if len(ops) <= maxOps && unitBytes(ops) <= s.maxTxnBytes {
+	if len(ops) <= s.maxOps && unitBytes(ops) <= s.maxTxnBytes {
 		return s.txn(ctx, ops)
 	}
 	if !ch.PassChanged {
@@ -266,7 +279,7 @@ func (s *Store) storedPass(ctx context.Context, changed int) (passValue, error) 
 // commitUnits commits units, groups of operations that must be written
 // together, in order and in as few transactions as the limits allow.
 func (s *Store) commitUnits(ctx context.Context, units [][]clientv3.Op) error {
-	txns, err := split(units, maxOps, s.maxTxnBytes)
+	txns, err := split(units, s.maxOps, s.maxTxnBytes)
 	if err != nil {
 		return err
 	}

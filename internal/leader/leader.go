@@ -29,6 +29,7 @@ import (
 	"github.com/trainmaster/master/go/discovery"
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/election"
+	"github.com/trainmaster/master/internal/etcdembed"
 	"github.com/trainmaster/master/internal/etcdstore"
 	"github.com/trainmaster/master/internal/master"
 	"github.com/trainmaster/master/internal/ratelog"
@@ -119,11 +120,32 @@ func term(ctx context.Context, cfg Config) error {
 	if err := publish(ctx, cfg, lead, addr); err != nil {
 		return err
 	}
-	catalog := etcdstore.NewCatalog(etcdstore.Config{Client: cfg.Client, Namespace: cfg.Namespace, Fence: lead.Fence(), Log: cfg.Log})
+	catalog := etcdstore.NewCatalog(etcdstore.Config{Client: cfg.Client, Namespace: cfg.Namespace, Fence: lead.Fence(), Log: cfg.Log,
+		MaxTxnOps: maxTxnOps(ctx, cfg)})
 	if cfg.Stats != nil {
 		cfg.Stats(catalog.Stats())
 	}
 	return serve(ctx, cfg, lead, lis, addr, catalog)
+}
+
+// maxTxnOps is the --max-txn-ops of the job's etcd (etcdstore.Config),
+// learnt at each term: its commits take up to that many entries of what
+// waits. A failed probe leaves etcd's default, with a warning.
+func maxTxnOps(ctx context.Context, cfg Config) int {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := etcdstore.DetectMaxTxnOps(pctx, cfg.Client, discovery.LockPrefix(cfg.Namespace))
+	log := cfg.Log.WithField("max_txn_ops", n)
+	switch {
+	case err != nil:
+		log.WithError(err).Warnf("could not learn etcd's --max-txn-ops: committing at most %d operations at once, its default", etcdstore.DefaultMaxTxnOps)
+		return etcdstore.DefaultMaxTxnOps
+	case n <= etcdstore.DefaultMaxTxnOps:
+		log.Warnf("etcd takes transactions of at most %d operations (--max-txn-ops): each commit writes at most %d task entries, and thousands of trainers may wait on the commits; raise it (etcd-embed's default is %d)", n, n-9, etcdembed.DefaultMaxTxnOps)
+	default:
+		log.Infof("etcd takes transactions of %d operations (--max-txn-ops): each commit writes up to that many task entries of what waits", n)
+	}
+	return n
 }
 
 // serve runs the service on lis until the term ends: the service runs

@@ -68,13 +68,15 @@ func queued[R any](s *datasetService, op func() (R, effect, error)) (R, *group, 
 
 // A group is a run of queue changes committed to the Store together, in one
 // call: the changes made while a commit is in flight travel together in the
-// next. Groups are committed one at a time, in the order the changes were
-// made, so a group becomes durable only after every change it was built on.
+// next, up to the group's limits (groupLimit). Groups are committed one at
+// a time, in the order the changes were made, so a group becomes durable
+// only after every change it was built on.
 type group struct {
-	change taskqueue.Change
-	round  int           // the dataset's round after the group's last change
-	done   chan struct{} // closed once err is set
-	err    error
+	batch taskqueue.Batch
+	bytes int           // the batch's entries, as groupLimit counts them
+	round int           // the dataset's round after the group's last change
+	done  chan struct{} // closed once err is set
+	err   error
 }
 
 func newGroup() *group { return &group{done: make(chan struct{})} }
@@ -108,22 +110,74 @@ func (s *datasetService) queue(ch taskqueue.Change) *group {
 }
 
 // enqueue adds a change to the open group, starting a new group when the
-// open one is full (Config.GroupRecords) or already taken by the
-// committer, and returns the group to wait for: for an empty change, the
+// change would take the open one past its limits or the committer already
+// took it, and returns the group to wait for: for an empty change, the
 // newest group (nil: none is in flight). Called with s.mu held.
 func (s *datasetService) enqueue(ch taskqueue.Change) *group {
 	if ch.Empty() {
 		return s.newest
 	}
 	n := len(s.groups)
-	if n == 0 || len(s.groups[n-1].change.Records)+len(ch.Records) > s.cfg.GroupRecords {
+	var grow, added int
+	if n > 0 {
+		grow, added = s.limit.growth(&s.groups[n-1].batch, ch)
+	}
+	if n == 0 || !s.limit.admits(s.groups[n-1], grow, added) {
 		s.groups = append(s.groups, newGroup())
 		n++
+		grow, _ = s.limit.growth(&s.groups[n-1].batch, ch)
 	}
 	g := s.groups[n-1]
-	g.change, g.round = g.change.Merge(ch), s.round
+	g.batch.Add(ch)
+	g.bytes += grow
+	g.round = s.round
 	s.newest = g
 	return g
+}
+
+// groupLimit bounds a group: its entries, and, when size is set, their
+// bytes (GroupLimiter).
+type groupLimit struct {
+	records, bytes int
+	size           func(taskqueue.Record) int
+}
+
+// groupLimitOf is the limit of the groups of a dataset kept in store.
+func groupLimitOf(cfg Config, store Store) groupLimit {
+	l := groupLimit{records: DefaultGroupRecords}
+	if gl, ok := store.(GroupLimiter); ok {
+		l.records, l.bytes = gl.GroupLimits()
+		l.size = gl.RecordBytes
+	}
+	if cfg.GroupRecords > 0 {
+		l.records = min(l.records, cfg.GroupRecords)
+	}
+	return l
+}
+
+// growth returns what ch adds to batch: bytes, and entries of tasks the
+// batch does not hold yet.
+func (l groupLimit) growth(batch *taskqueue.Batch, ch taskqueue.Change) (grow, added int) {
+	for _, r := range ch.Records {
+		old, held := batch.Lookup(r.Index)
+		if !held {
+			added++
+		}
+		if l.size != nil {
+			grow += l.size(r)
+			if held {
+				grow -= l.size(old)
+			}
+		}
+	}
+	return grow, added
+}
+
+// admits reports whether g may take a change that grows it so; an empty
+// group takes any change, however large.
+func (l groupLimit) admits(g *group, grow, added int) bool {
+	n := len(g.batch.Records)
+	return n == 0 || n+added <= l.records && (l.size == nil || g.bytes+grow <= l.bytes)
 }
 
 // commitGroups is the dataset's committer, the one goroutine that commits
@@ -168,8 +222,8 @@ func (s *datasetService) storeCommit(g *group) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
 	start := s.cfg.Clock.Now()
-	err := s.cfg.Store.Commit(ctx, g.round, g.change)
-	s.cfg.Observer.Committed(s.cfg.Clock.Now().Sub(start), len(g.change.Records), err)
+	err := s.cfg.Store.Commit(ctx, g.round, g.batch.Change)
+	s.cfg.Observer.Committed(s.cfg.Clock.Now().Sub(start), len(g.batch.Records), err)
 	return errors.WithMessage(err, "master: commit queue change")
 }
 

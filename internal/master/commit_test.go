@@ -219,3 +219,58 @@ func TestEventsWaitForTheirCommit(t *testing.T) {
 		t.Fatalf("told %q once committed, want %q", got, want)
 	}
 }
+
+// TestGroupsGrowWithTheBacklogWithinTheStoresLimits: changes queued behind
+// a commit join the open group until the next would take it past the
+// store's limits (GroupLimiter: entries, bytes), counting an entry written
+// again once; a change alone larger than the limits is a group of its own.
+func TestGroupsGrowWithTheBacklogWithinTheStoresLimits(t *testing.T) {
+	change := func(indexes ...int) taskqueue.Change {
+		ch := taskqueue.Change{Pass: 0}
+		for _, i := range indexes {
+			ch.Records = append(ch.Records, taskqueue.Record{Index: i, Entry: taskqueue.Entry{Trainer: fmt.Sprint("t", i)}})
+		}
+		return ch
+	}
+	tenBytes := func(taskqueue.Record) int { return 10 }
+	cases := []struct {
+		name    string
+		limit   groupLimit
+		changes [][]int
+		want    [][]int
+	}{
+		{"by entries", groupLimit{records: 3}, [][]int{{1}, {2}, {3}, {4}, {5}}, [][]int{{1, 2, 3}, {4, 5}}},
+		{"by bytes", groupLimit{records: 100, bytes: 25, size: tenBytes}, [][]int{{1}, {2}, {3}, {4}, {5}}, [][]int{{1, 2}, {3, 4}, {5}}},
+		{"an entry again counts once", groupLimit{records: 100, bytes: 25, size: tenBytes}, [][]int{{1}, {2}, {1}, {2}, {3}}, [][]int{{1, 2}, {3}}},
+		{"a change larger than the limits", groupLimit{records: 2, bytes: 25, size: tenBytes}, [][]int{{1}, {2, 3, 4}, {5}}, [][]int{{1}, {2, 3, 4}, {5}}},
+		{"thousands, one group", groupLimit{records: 5000, bytes: 1 << 20, size: tenBytes}, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &datasetService{limit: tc.limit}
+			if tc.changes == nil {
+				for i := range 4000 {
+					s.enqueue(change(i % 3000))
+				}
+				if len(s.groups) != 1 || len(s.groups[0].batch.Records) != 3000 || s.groups[0].bytes != 30000 {
+					t.Fatalf("%d groups, the first of %d entries and %d bytes", len(s.groups), len(s.groups[0].batch.Records), s.groups[0].bytes)
+				}
+				return
+			}
+			for _, c := range tc.changes {
+				s.enqueue(change(c...))
+			}
+			var got [][]int
+			for _, g := range s.groups {
+				var indexes []int
+				for _, r := range g.batch.Records {
+					indexes = append(indexes, r.Index)
+				}
+				got = append(got, indexes)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("groups %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

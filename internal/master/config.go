@@ -28,8 +28,9 @@ type Config struct {
 	// CommitTimeout bounds one Store call; default 10s.
 	CommitTimeout time.Duration
 	// GroupRecords caps the task entries of changes committed together in
-	// one Store call; default 100, so that a group fits one etcd
-	// transaction (128 operations by default) with the pass key.
+	// one Store call. Unset, a Store that is a GroupLimiter sets the
+	// limits (etcd's transaction), and any other caps groups at
+	// DefaultGroupRecords.
 	GroupRecords int
 	// DatasetConfig says where a reported dataset may be (its Root: the
 	// -dataset-root flag) and bounds what a report may name.
@@ -124,9 +125,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = 10 * time.Second
-	}
-	if c.GroupRecords <= 0 {
-		c.GroupRecords = DefaultGroupRecords
 	}
 	if c.MaxDatasets <= 0 {
 		c.MaxDatasets = DefaultMaxDatasets

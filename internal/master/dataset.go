@@ -34,16 +34,18 @@ type datasetService struct {
 	timer  Timer
 	closed bool
 
-	groups     []*group // changes waiting for the committer, oldest first
-	newest     *group   // the group of the last change, until the committer stops
-	committing bool     // the committer runs (commitGroups)
+	limit      groupLimit // of each group: the store's transaction
+	groups     []*group   // changes waiting for the committer, oldest first
+	newest     *group     // the group of the last change, until the committer stops
+	committing bool       // the committer runs (commitGroups)
 
 	pres presence // the trainers' connections (presence.go)
 }
 
 func newDatasetService(cfg Config, name string, declared *wire.Dataset, store Store, lost func(error), limits lineLimits) *datasetService {
 	cfg.Store, cfg.Log = store, cfg.Log.WithField("dataset", name)
-	return &datasetService{cfg: cfg, name: name, declared: declared, lost: lost, limits: limits, pres: newPresence()}
+	return &datasetService{cfg: cfg, name: name, declared: declared, lost: lost, limits: limits, pres: newPresence(),
+		limit: groupLimitOf(cfg, store)}
 }
 
 // Restore loads the state held by the store, re-arming the deadlines of

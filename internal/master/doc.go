@@ -14,7 +14,7 @@
 //
 // One goroutine per dataset, the committer, owns its commits: it runs
 // while changes are queued, merges those made while a commit is in flight
-// into the next group (at most Config.GroupRecords entries), and commits
+// into the next group (up to the Store's limits: GroupLimiter), and commits
 // the groups one at a time, in order. When a commit fails, its callers and
 // everyone queued behind them get the error and the state is reloaded from
 // the Store (within CommitTimeout) before the next operation. A write the

@@ -39,12 +39,26 @@ type Store interface {
 	// SaveDataset records an accepted dataset, at pass 0 with no entries.
 	SaveDataset(ctx context.Context, ds *dataset.Dataset) error
 	// Commit records a change of the queues: one operation's, or several
-	// merged (taskqueue.Change.Merge) of at most Config.GroupRecords
-	// entries, unless one operation alone changed more; and the round the
-	// dataset is at once it is made, kept with the pass.
+	// merged (taskqueue.Change.Merge) within the group's limits
+	// (GroupLimiter, Config.GroupRecords), unless one operation alone
+	// changed more; and the round the dataset is at once it is made, kept
+	// with the pass.
 	Commit(ctx context.Context, round int, ch taskqueue.Change) error
 	// Load returns what was saved and committed.
 	Load(ctx context.Context) (*Snapshot, error)
+}
+
+// A GroupLimiter is a Store that writes a change in one atomic write as
+// long as it fits limits of its own (etcd's transaction: its operations
+// and bytes). Unless Config.GroupRecords is set, the service groups the
+// changes waiting for a commit up to those limits: a group grows with the
+// backlog, and every operation's change stays whole in one write.
+type GroupLimiter interface {
+	// GroupLimits returns the most entries, and bytes of them
+	// (RecordBytes), one atomic write of the store holds with the pass.
+	GroupLimits() (records, bytes int)
+	// RecordBytes is what r counts against the bytes.
+	RecordBytes(r taskqueue.Record) int
 }
 
 // MemoryStore is a Store in memory, for a master without persistence and

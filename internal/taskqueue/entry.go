@@ -3,7 +3,6 @@ package taskqueue
 import (
 	"fmt"
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
@@ -94,24 +93,60 @@ func (c Change) Empty() bool { return !c.PassChanged && len(c.Records) == 0 }
 // committing both in order: a task touched by both keeps its later entry,
 // in the place of its first. A later change that is empty (an operation
 // that changed nothing, its Pass perhaps unset) leaves c as it is. It
-// returns the merged change.
+// returns the merged change. It takes time in the entries of both: a
+// caller that merges many changes keeps a Batch.
 func (c Change) Merge(later Change) Change {
+	b := Batch{Change: c}
+	b.Add(later)
+	return b.Change
+}
+
+// Batch is changes merged in order, as Merge merges two: a committer that
+// merges thousands finds a task's earlier entry in constant time.
+type Batch struct {
+	Change
+	at map[int]int // Change.Records' positions, by task index; built at the first Add
+}
+
+// Lookup returns the entry of task index the batch holds, if any.
+func (b *Batch) Lookup(index int) (Record, bool) {
+	b.index()
+	i, ok := b.at[index]
+	if !ok {
+		return Record{}, false
+	}
+	return b.Records[i], true
+}
+
+// Add merges later into the batch (Merge).
+func (b *Batch) Add(later Change) {
 	if later.Empty() {
-		return c
+		return
 	}
-	c.Pass = later.Pass
+	b.index()
+	b.Pass = later.Pass
 	if later.PassChanged {
-		c.Gen = later.Gen
+		b.Gen = later.Gen
 	}
-	c.PassChanged = c.PassChanged || later.PassChanged
+	b.PassChanged = b.PassChanged || later.PassChanged
 	for _, r := range later.Records {
-		if i := slices.IndexFunc(c.Records, func(old Record) bool { return old.Index == r.Index }); i >= 0 {
-			c.Records[i] = r
+		if i, ok := b.at[r.Index]; ok {
+			b.Records[i] = r
 			continue
 		}
-		c.Records = append(c.Records, r)
+		b.at[r.Index] = len(b.Records)
+		b.Records = append(b.Records, r)
 	}
-	return c
+}
+
+func (b *Batch) index() {
+	if b.at != nil {
+		return
+	}
+	b.at = make(map[int]int, len(b.Records))
+	for i, r := range b.Records {
+		b.at[r.Index] = i
+	}
 }
 
 // Stored yields records as Restore takes them, for stores that hold their
