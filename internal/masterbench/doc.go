@@ -18,6 +18,14 @@
 // masters of the same dataset, in four windows in a symmetric order (off,
 // on, on, off or the reverse, drawn at random), and divides the two.
 //
+// RunPaced is the paced mode: instead of calling back to back, each of
+// many trainers calls once per period at a phase of its own, as a large
+// job's trainers do, against a fresh master with its side door; the bench
+// reports the calls' latencies and rate, the master's memory, threads and
+// descriptors, what reading its /metrics takes, etcd's fsyncs and the
+// master's commits over the window, and how long the tasks of a tenth of
+// the trainers take to be dispatched again once their connections close.
+//
 // Figures are what one run on one machine measured: they vary with the disk
 // (etcd fsyncs every commit), the cores and whatever else runs. The ratio to
 // the bare transaction rate, measured minutes apart on the same etcd, is

@@ -54,8 +54,9 @@ func (m *masters) start(onLog func(string)) (*proc.Proc, error) {
 }
 
 // startLeader starts a master and waits until it publishes its address
-// and, with the door, has logged its status page's URL (else "").
-func (m *masters) startLeader(ctx context.Context) (p *proc.Proc, addr, doorURL string, err error) {
+// and, with the door, has logged its status page's URL (else ""); onLog,
+// if not nil, gets each line it logs.
+func (m *masters) startLeader(ctx context.Context, onLog func(string)) (p *proc.Proc, addr, doorURL string, err error) {
 	urls := make(chan string, 1)
 	p, err = m.start(func(line string) {
 		if u := doorLine.FindStringSubmatch(line); u != nil {
@@ -63,6 +64,9 @@ func (m *masters) startLeader(ctx context.Context) (p *proc.Proc, addr, doorURL 
 			case urls <- u[1]:
 			default:
 			}
+		}
+		if onLog != nil {
+			onLog(line)
 		}
 	})
 	if err != nil {

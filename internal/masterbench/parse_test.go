@@ -8,7 +8,7 @@ import (
 func TestParseStatus(t *testing.T) {
 	status := "Name:\tmaster\nVmPeak:\t  900000 kB\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nThreads:\t9\n"
 	m, err := parseStatus([]byte(status))
-	if err != nil || m.RSS != 100<<20 || m.Peak != 200<<20 {
+	if err != nil || m.RSS != 100<<20 || m.Peak != 200<<20 || m.Threads != 9 {
 		t.Fatalf("%+v %v", m, err)
 	}
 	if _, err := parseStatus([]byte("Name:\tmaster\nVmRSS:\t  12 kB\n")); err == nil {

@@ -65,7 +65,14 @@ type Config struct {
 	// windows differ by the checkpoints alone.
 	CheckpointEvery   int
 	CheckpointCompare bool
-	Log               logrus.FieldLogger
+	// Paced are the numbers of trainers of RunPaced, each in a row of its
+	// own; each trainer calls GetTask once per CallEvery (default
+	// DefaultCallEvery), and the requeue is awaited for at most
+	// RequeueWait (default DefaultRequeueWait). Run ignores them.
+	Paced       []int
+	CallEvery   time.Duration
+	RequeueWait time.Duration
+	Log         logrus.FieldLogger
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -238,7 +245,7 @@ func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, err
 		}
 		j.masters = newMasters(cfg, dir, j.ns, door)
 		defer j.masters.stopAll()
-		if j.leader, j.addr, j.doorURL, err = j.masters.startLeader(ctx); err != nil {
+		if j.leader, j.addr, j.doorURL, err = j.masters.startLeader(ctx, nil); err != nil {
 			return res, err
 		}
 		if cfg.Profile != "" {
