@@ -28,7 +28,7 @@ type door struct {
 // openDoor creates the monitor and, with -http-addr, opens the side door's
 // port, so that a port in use fails the start.
 func openDoor(o *options) (*door, error) {
-	d := &door{mon: monitor.New(monitor.Config{MaxTrainers: o.maxTrainers})}
+	d := &door{mon: monitor.New(monitor.Config{MaxTrainers: o.trainersTracked, TrainerSeries: o.maxTrainers})}
 	if o.httpAddr == "" {
 		return d, nil
 	}

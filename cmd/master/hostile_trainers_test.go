@@ -15,7 +15,7 @@ import (
 )
 
 // TestHostileTrainerNamesHideNoHolder: while a trainer holds a task of a
-// real master process (-max-trainers-shown 50), clients flood it with
+// real master process (-max-trainers 50), clients flood it with
 // fresh names: 5,000 GetTask calls for a dataset that does not exist add
 // no trainer at all; 5,000 finish reports of a task they do not hold,
 // which reach the dataset, fill the table, but the holder stays in
@@ -24,7 +24,7 @@ import (
 func TestHostileTrainerNamesHideNoHolder(t *testing.T) {
 	const shown, flood = 50, 5_000
 	p, addr := startOnEtcd(t, "-dataset", writeDataset(t, 2), "-http-addr", "127.0.0.1:0",
-		"-max-trainers-shown", fmt.Sprint(shown))
+		"-max-trainers", fmt.Sprint(shown))
 	page := p.awaitDoor(30 * time.Second)
 	holder, err := rpc.Dial("tcp", addr) // kept open: a holder without a connection is lost after -trainer-grace
 	if err != nil {

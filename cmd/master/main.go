@@ -57,7 +57,7 @@ type options struct {
 	port          portOptions // the trainer port's limits and locks
 	httpAddr      string      // the side door: metrics, probes, status page
 	httpAdvertise string
-	maxTrainers   int // the trainers the monitor tracks, but for those holding tasks
+	maxTrainers   int // the trainers tracked at most for per-trainer series in /metrics
 	trainerGrace  time.Duration
 	shuffleSeed   uint64
 	version       bool
@@ -65,6 +65,8 @@ type options struct {
 	// trainers
 	checkpointsKept int
 	checkpointWait  time.Duration
+
+	trainersTracked int // the trainers the monitor tracks, but for those holding tasks
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -77,7 +79,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.advertise, "advertise", "", "`address` published for trainers (default: -addr when it names a host, else the host name and port)")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "listen `address` of the status page, /metrics (Prometheus), /healthz and /readyz, on every master (standbys too); off when empty")
 	fs.StringVar(&o.httpAdvertise, "http-advertise", "", "`address` of the status page written in this master's lock key, for `master watch` and the other masters' pages (default: -http-addr when it names a host, else the host name and port)")
-	fs.IntVar(&o.maxTrainers, "max-trainers-shown", monitor.DefaultMaxTrainers, "most trainers the status page, /status.json and /metrics track; every trainer holding a task is tracked beyond it, the least recently seen of the others dropped first")
+	fs.IntVar(&o.maxTrainers, "max-trainers-shown", monitor.DefaultTrainerSeries, "most trainers /metrics shows one by one: while the trainers tracked are at most this many, each has its trainmaster_trainer_* series; above it none has (the job-wide trainer gauges and histograms count them all)")
+	fs.IntVar(&o.trainersTracked, "max-trainers", monitor.DefaultMaxTrainers, "most trainers the monitor tracks (status page, /status.json, /metrics), each counted exactly; every trainer holding a task is tracked beyond it, the least recently seen of the others dropped first")
 	o.port.register(fs)
 	o.etcd.Register(fs)
 	fs.StringVar(&o.namespace, "namespace", "", "`prefix` of every etcd key of this job, so several jobs share one etcd")
@@ -122,6 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.maxTrainers < 1 {
 		return o, errors.Errorf("-max-trainers-shown must be positive, not %d", o.maxTrainers)
+	}
+	if o.trainersTracked < 1 {
+		return o, errors.Errorf("-max-trainers must be positive, not %d", o.trainersTracked)
 	}
 	if o.ttl < 2 {
 		return o, errors.Errorf("-ttl must be at least 2 seconds (etcd's minimum lease), not %d", o.ttl)

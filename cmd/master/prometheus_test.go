@@ -60,9 +60,10 @@ func scrapeJob(name string, targets []string, tokenFile string) string {
 // make 3 passes with one task failing for good, and checks what its HTTP
 // API answers against the job: the counters of finishes, records,
 // failures and discards, the done queue and the pass the leader shows, the
-// leader series of every master, the named trainers, a counter scraped
-// mid-job that never went down, the discard alert firing alone, and every
-// trainmaster_ metric listed in the document.
+// leader series of every master, the named trainers (tracked, no longer
+// connected once done), a counter scraped mid-job that never went down,
+// the discard alert firing alone, and every trainmaster_ metric listed in
+// the document.
 func TestPrometheusScrapesAJob(t *testing.T) {
 	prometheus := debianTool(t, prometheusBin, "prometheus")
 	const passes, failTask = 3, 5
@@ -136,6 +137,14 @@ func TestPrometheusScrapesAJob(t *testing.T) {
 		"trainmaster_pass" + inLeader:                                     float64(job.Pass),
 		"trainmaster_passes" + inLeader:                                   passes,
 		fmt.Sprintf(`trainmaster_dispatches_total{instance=%q}`, standby): 0,
+		// The trainers, done, are tracked but no longer connected, nor
+		// stalled: the job is done.
+		"trainmaster_trainers_tracked" + inLeader:                  3,
+		"trainmaster_trainers" + inLeader:                          0,
+		"trainmaster_trainers_stalled" + inLeader:                  0,
+		"trainmaster_trainers_untracked" + inLeader:                0,
+		"trainmaster_trainers_task_held_seconds_count" + inLeader:  0,
+		"trainmaster_trainers_records_per_second_count" + inLeader: 0,
 	} {
 		prom.await(expr, 30*time.Second, func(r []promSample) bool { return len(r) == 1 && r[0].value() == want })
 	}

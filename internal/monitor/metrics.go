@@ -1,8 +1,6 @@
 package monitor
 
 import (
-	"math"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trainmaster/master/internal/statusapi"
@@ -77,7 +75,12 @@ var (
 	lastCheckpointT = desc("trainmaster_checkpoint_last_timestamp_seconds", "When the newest data checkpoint kept was stored, in Unix seconds; 0 while none is.")
 	rdzvRound       = desc("trainmaster_rendezvous_round", "The round of the rendezvous run of the job's elastic agents.", "run")
 	rdzvNodes       = desc("trainmaster_rendezvous_nodes", "Nodes of the rendezvous run: participants of its round, and nodes waiting for the next.", "run", "state")
-	trainersDesc    = desc("trainmaster_trainers", "Trainers this master tracks (seen lately or holding a task).")
+	trainersDesc    = desc("trainmaster_trainers", "Trainers connected: holding a task, or called in the last 10 s; not lost since.")
+	trainersStalled = desc("trainmaster_trainers_stalled", "Trainers stalled, while the job runs: silent for longer than a task takes, or a task they held timed out or was taken back as lost since.")
+	trainersTracked = desc("trainmaster_trainers_tracked", "Trainers this master keeps figures of: holding a task, or called or had a task taken back in the last 10 minutes; at most -max-trainers but for holders.")
+	trainersLeft    = desc("trainmaster_trainers_untracked", "Trainers that called in the last 10 minutes but are not tracked, for want of room (-max-trainers).")
+	trainersRates   = desc("trainmaster_trainers_records_per_second", "Records per second each trainer connected finished over the last minute: one observation per trainer, at the scrape.")
+	trainersHeld    = desc("trainmaster_trainers_task_held_seconds", "How long each trainer holding a task has held its oldest: one observation per holder, at the scrape.")
 	trainerTasks    = desc("trainmaster_trainer_tasks_total", "Tasks the trainer finished since this master first saw it.", "trainer")
 	trainerRecords  = desc("trainmaster_trainer_records_total", "Records of the tasks the trainer finished since this master first saw it.", "trainer")
 	trainerRate     = desc("trainmaster_trainer_records_per_second", "Records per second the trainer finished over the last minute.", "trainer")
@@ -86,7 +89,7 @@ var (
 	trainerHolding  = desc("trainmaster_trainer_holding_tasks", "Tasks the trainer holds now.", "trainer")
 	trainerHeld     = desc("trainmaster_trainer_task_held_seconds", "How long the trainer has held its oldest task (0: none).", "trainer")
 	trainerLastSeen = desc("trainmaster_trainer_last_seen_timestamp_seconds", "When the trainer last called, in Unix seconds.", "trainer")
-	trainerStalled  = desc("trainmaster_trainer_stalled", "1 when the trainer is silent for longer than a task takes, or a task it held timed out since.", "trainer")
+	trainerStalled  = desc("trainmaster_trainer_stalled", "1 while the job runs and the trainer is silent for longer than a task takes, or a task it held timed out or was taken back as lost since.", "trainer")
 
 	// Each dataset of the job, train included (the series above without
 	// a dataset label are train's).
@@ -109,7 +112,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
 		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, relievedDesc, piecesDesc, discardsDesc, rejectedDesc,
 		checkpointsDesc, rewindsDesc, lastCheckpoint, lastCheckpointT, rdzvRound, rdzvNodes,
-		trainersDesc, trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
+		trainersDesc, trainersStalled, trainersTracked, trainersLeft, trainersRates, trainersHeld,
+		trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
 		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone} {
 		ch <- d
 	}
@@ -127,7 +131,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
-	st, cn := m.status(math.MaxInt) // every trainer tracked: the holders may be more than MaxTrainers
+	st, cn, tc, each := m.scrape()
 	leading := 0.0
 	if st.Leading {
 		leading = 1
@@ -171,24 +175,60 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(rejectedDesc, float64(cn.rejected))
 	collectCheckpoints(ch, st.Checkpoints, cn, len(sets) > 0)
 	collectRendezvous(ch, st.Rendezvous)
-	gauge(trainersDesc, float64(st.TrainersTotal))
-	for _, t := range st.Trainers {
-		counter(trainerTasks, float64(t.TasksTotal), t.Name)
-		counter(trainerRecords, float64(t.RecordsTotal), t.Name)
-		gauge(trainerRate, t.RecordsPerSecond, t.Name)
-		counter(trainerFailures, float64(t.Failures), t.Name)
-		counter(trainerTimeouts, float64(t.Timeouts), t.Name)
-		gauge(trainerHolding, float64(t.Holding), t.Name)
-		held := 0.0
-		if t.Task != nil {
-			held = t.Task.HeldSeconds
-		}
-		gauge(trainerHeld, held, t.Name)
-		gauge(trainerLastSeen, float64(t.LastSeen.UnixMilli())/1000, t.Name)
-		stalled := 0.0
-		if t.Stalled {
-			stalled = 1
-		}
-		gauge(trainerStalled, stalled, t.Name)
+	gauge(trainersDesc, float64(tc.connected))
+	gauge(trainersStalled, float64(tc.stalled))
+	gauge(trainersTracked, float64(tc.tracked))
+	gauge(trainersLeft, float64(st.TrainersUntracked))
+	ch <- tc.rates.metric(trainersRates)
+	ch <- tc.held.metric(trainersHeld)
+	for _, t := range each {
+		collectTrainer(ch, t)
 	}
+}
+
+// scrape returns what a scrape exports: the status but for the trainers,
+// the counters, the census of the trainers and, while they are at most
+// Config.TrainerSeries, the figures of each.
+func (m *Monitor) scrape() (statusapi.Status, counts, census, []statusapi.TrainerStatus) {
+	src := m.read()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, mo := m.status(src)
+	var each []statusapi.TrainerStatus
+	if len(m.trainers.byName) <= m.cfg.TrainerSeries {
+		each = make([]statusapi.TrainerStatus, 0, len(m.trainers.byName))
+	}
+	c := mo.take(m.trainers, func(t *trainer, s standing, _ float64) {
+		if each != nil {
+			each = append(each, mo.status(t, s))
+		}
+	})
+	return st, m.counts, c, each
+}
+
+// collectTrainer sends the series of the trainer t.
+func collectTrainer(ch chan<- prometheus.Metric, t statusapi.TrainerStatus) {
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, t.Name)
+	}
+	counter := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), t.Name)
+	}
+	counter(trainerTasks, t.TasksTotal)
+	counter(trainerRecords, t.RecordsTotal)
+	counter(trainerFailures, t.Failures)
+	counter(trainerTimeouts, t.Timeouts)
+	gauge(trainerRate, t.RecordsPerSecond)
+	gauge(trainerHolding, float64(t.Holding))
+	held := 0.0
+	if t.Task != nil {
+		held = t.Task.HeldSeconds
+	}
+	gauge(trainerHeld, held)
+	gauge(trainerLastSeen, float64(t.LastSeen.UnixMilli())/1000)
+	stalled := 0.0
+	if t.Stalled {
+		stalled = 1
+	}
+	gauge(trainerStalled, stalled)
 }

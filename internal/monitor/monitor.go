@@ -13,17 +13,19 @@
 //
 // What it promises: everything is in memory and bounded whatever trainers
 // send (at most Config.MaxTrainers trainers that hold no task, least
-// recently seen dropped first, and every trainer that holds one, never
+// recently touched dropped first, and every trainer that holds one, never
 // dropped: there are no more of those than tasks pending; trainers silent
 // for Config.ForgetAfter dropped unless they hold a task; MaxEvents
-// events); nothing is written to etcd. Status says how many trainers
-// called lately but are not tracked for want of room. After a failover the new leader's
-// monitor starts empty and fills as trainers call it; counters count what
-// this process did, from its start, across its terms.
+// events); nothing is written to etcd. Up to that bound every trainer is
+// counted exactly (census.go), and Status says how many trainers called
+// lately but are not tracked for want of room. Per-trainer series are
+// exported for every trainer tracked while they are at most
+// Config.TrainerSeries, and for none above (metrics.go). After a failover
+// the new leader's monitor starts empty and fills as trainers call it;
+// counters count what this process did, from its start, across its terms.
 package monitor
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -42,24 +44,29 @@ import (
 // Config configures a Monitor. Zero fields take the defaults.
 type Config struct {
 	Now func() time.Time // default time.Now
-	// MaxTrainers bounds the trainers tracked (-max-trainers-shown), but
-	// for those holding a task, which are all tracked; default 1000.
+	// MaxTrainers bounds the trainers tracked (-max-trainers), but for
+	// those holding a task, which are all tracked; default 50,000.
 	MaxTrainers int
-	// ForgetAfter drops a trainer that has not called for this long and
-	// holds no task; default 10 minutes.
+	// TrainerSeries is how many trainers tracked, at most, have series of
+	// their own in the metrics (-max-trainers-shown): all of them up to
+	// it, none above; default 1000.
+	TrainerSeries int
+	// ForgetAfter drops a trainer that holds no task when it has neither
+	// called nor had a task taken back for this long; default 10 minutes.
 	ForgetAfter time.Duration
 	// StallAfter is the shortest silence that marks a trainer stalled; it
-	// is raised to 3 times the mean time a task is held. Default 10 s.
+	// is raised to 3 times the mean time a task is held. A trainer holding
+	// nothing that is silent for as long is no longer connected. Default
+	// 10 s.
 	StallAfter time.Duration
 }
 
 // Defaults and bounds.
 const (
-	DefaultMaxTrainers = 1000
-	DefaultForgetAfter = 10 * time.Minute
-	DefaultStallAfter  = 10 * time.Second
-	// MaxShownTrainers bounds Status.Trainers.
-	MaxShownTrainers = 200
+	DefaultMaxTrainers   = 50_000
+	DefaultTrainerSeries = 1000
+	DefaultForgetAfter   = 10 * time.Minute
+	DefaultStallAfter    = 10 * time.Second
 	// MaxEvents is how many events Status.Events keeps.
 	MaxEvents = 50
 	// The job's rate history: 180 slots of 10 s, 30 minutes.
@@ -118,6 +125,9 @@ func New(cfg Config) *Monitor {
 	if cfg.MaxTrainers <= 0 {
 		cfg.MaxTrainers = DefaultMaxTrainers
 	}
+	if cfg.TrainerSeries <= 0 {
+		cfg.TrainerSeries = DefaultTrainerSeries
+	}
 	if cfg.ForgetAfter <= 0 {
 		cfg.ForgetAfter = DefaultForgetAfter
 	}
@@ -169,7 +179,7 @@ func (m *Monitor) Called(name string, at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t := m.trainers.seen(name, at); t != nil {
-		t.timedOutSinceSeen = false
+		t.timedOut, t.lost = false, false
 	}
 }
 
@@ -191,11 +201,11 @@ func (m *Monitor) Finished(name string, ev master.TaskEvent) {
 	task := key(ev)
 	m.addRate(task.dataset, ev.At, ev.Records)
 	if holder := m.trainers.holders[task]; holder != nil {
-		if h, ok := holder.held[task]; ok {
-			m.held.add(ev.At.Sub(h.since))
+		if i := slices.IndexFunc(holder.held, func(h heldTask) bool { return h.task == task }); i >= 0 {
+			m.held.add(ev.At.Sub(holder.held[i].since))
 		}
 	}
-	m.trainers.release(task)
+	m.trainers.release(task, ev.At)
 	if t := m.trainers.seen(name, ev.At); t != nil {
 		t.finished(task.dataset, ev.Pass, ev.Records, ev.At)
 	}
@@ -231,7 +241,7 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	task := key(ev)
-	holder := m.trainers.release(task)
+	holder := m.trainers.release(task, ev.At)
 	switch cause {
 	case master.CauseFailed:
 		m.counts.failures++
@@ -243,10 +253,13 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 		if holder != nil {
 			name = holder.name
 			holder.timeouts++
-			holder.timedOutSinceSeen = true
+			holder.timedOut = true
 		}
 	case master.CauseLost:
 		m.counts.lost++
+		if holder != nil {
+			holder.lost = true
+		}
 	}
 	if ev.Discarded {
 		m.counts.discards++
@@ -299,49 +312,64 @@ func (m *Monitor) Committed(took time.Duration, entries int, err error) {
 	}
 }
 
+// Leading reports whether this master leads: the readiness probe's
+// answer, which reads nothing else.
+func (m *Monitor) Leading() bool { return m.source() != nil }
+
 // Status returns what the status page shows, but for the masters (the
 // HTTP door adds them).
 func (m *Monitor) Status() statusapi.Status {
-	st, _ := m.status(MaxShownTrainers)
+	src := m.read()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st, mo := m.status(src)
+	c, shown := mo.table(m.trainers)
+	st.Trainers, st.TrainersTotal, st.TrainersConnected, st.TrainersStalled = shown, c.tracked, c.connected, c.stalled
 	return st
 }
 
-// status returns the status with at most shown trainers, and the counters.
-func (m *Monitor) status(shown int) (statusapi.Status, counts) {
-	var (
-		jobs []master.JobState
-		cps  master.CheckpointsState
-		runs map[string]rendezvous.Run
-	)
+// sourced is what the monitor reads of the leading service, outside its
+// lock: that takes the datasets' locks.
+type sourced struct {
+	jobs []master.JobState
+	cps  master.CheckpointsState
+	runs map[string]rendezvous.Run
+}
+
+// read reads the leading service; nothing on a standby.
+func (m *Monitor) read() sourced {
+	var s sourced
 	if src := m.source(); src != nil {
-		jobs = src.Jobs() // outside m.mu: it takes the datasets' locks
-		cps = src.Checkpoints()
-		runs = src.RendezvousRuns()
+		s.jobs, s.cps, s.runs = src.Jobs(), src.Checkpoints(), src.RendezvousRuns()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	return s
+}
+
+// status returns the status of src but for the trainers, and the moment
+// they are to be read at, after forgetting those silent for ForgetAfter.
+// Called with m.mu held.
+func (m *Monitor) status(src sourced) (statusapi.Status, moment) {
 	now := m.cfg.Now()
-	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born), Checkpoints: checkpointsStatus(cps), Rendezvous: RendezvousStatus(runs)}
-	// pass is train's: -1 while no job is known, each trainer's latest
-	// pass then; the job runs while one of its datasets does.
-	pass, running := -1, false
-	for _, j := range jobs {
+	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born),
+		Checkpoints: checkpointsStatus(src.cps), Rendezvous: RendezvousStatus(src.runs)}
+	mo := moment{now: now, pass: -1, goneAfter: m.cfg.StallAfter,
+		stallAfter: max(m.cfg.StallAfter, time.Duration(3*m.held.mean*float64(time.Second)))}
+	for _, j := range src.jobs {
 		js := m.jobStatus(j, now)
 		if j.Name == wire.DefaultDataset {
-			st.Job, pass = js, j.Pass
+			st.Job, mo.pass = js, j.Pass
 		} else {
 			st.Datasets = append(st.Datasets, *js)
 		}
-		running = running || !j.AllDone
+		mo.running = mo.running || !j.AllDone
 	}
-	all := m.trainerStatus(now, pass, running)
-	st.Trainers, st.TrainersTotal = all[:min(len(all), shown)], len(all)
+	m.trainers.forget(now.Add(-m.cfg.ForgetAfter))
 	st.TrainersUntracked = m.trainers.left.count()
 	st.Events = make([]statusapi.Event, 0, len(m.events))
 	for i := len(m.events) - 1; i >= 0; i-- {
 		st.Events = append(st.Events, m.events[i])
 	}
-	return st, m.counts
+	return st, mo
 }
 
 // jobStatus turns a dataset's state in the service into the page's; its
@@ -379,29 +407,6 @@ func groupStatus(g *master.GroupState) *statusapi.GroupStatus {
 			Share: r.Share, Handed: r.Handed, Done: r.Done})
 	}
 	return gs
-}
-
-// trainerStatus returns the trainers tracked, stalled first then slowest
-// first; none is stalled unless the job is running. Called with m.mu held.
-func (m *Monitor) trainerStatus(now time.Time, pass int, running bool) []statusapi.TrainerStatus {
-	m.trainers.forget(now.Add(-m.cfg.ForgetAfter))
-	stallAfter := max(m.cfg.StallAfter, time.Duration(3*m.held.mean*float64(time.Second)))
-	all := make([]statusapi.TrainerStatus, 0, len(m.trainers.byName))
-	for _, t := range m.trainers.byName {
-		st := t.status(now, pass, stallAfter)
-		st.Stalled = st.Stalled && running
-		all = append(all, st)
-	}
-	slices.SortFunc(all, func(a, b statusapi.TrainerStatus) int {
-		if a.Stalled != b.Stalled {
-			if a.Stalled {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Or(cmp.Compare(a.RecordsPerSecond, b.RecordsPerSecond), cmp.Compare(a.Name, b.Name))
-	})
-	return all
 }
 
 // Collector returns the Prometheus collector of the monitor's metrics.

@@ -1,28 +1,34 @@
 package monitor
 
 import (
-	"container/list"
-	"maps"
 	"slices"
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
 	"github.com/trainmaster/master/internal/master"
-	"github.com/trainmaster/master/internal/statusapi"
 )
 
-// trainer is what the monitor keeps of one trainer.
+// trainer is what the monitor keeps of one trainer: about 530 bytes with
+// its share of the maps (BenchmarkTrainerMemory), so that the largest
+// table (Config.MaxTrainers) fits in tens of megabytes.
 type trainer struct {
-	name                     string
-	firstSeen, lastSeen      time.Time
+	name                string
+	firstSeen, lastSeen time.Time
+	// touched is the later of its last call and the return of its last
+	// task: the idle list's order, and what ForgetAfter counts from.
+	touched                  time.Time
 	pass                     int // the pass tasksPass and recordsPass count
 	tasksPass, recordsPass   int64
 	tasksTotal, recordsTotal int64
 	failures, timeouts       int64
-	timedOutSinceSeen        bool
-	held                     map[taskKey]heldSince // the tasks it holds
-	rate                     window
-	lru                      *list.Element // in trainers.idle; nil while it holds a task
+	// timedOut and lost: since its last call, a task it held timed out,
+	// or went back because it had no connection for the trainer grace.
+	timedOut, lost bool
+	held           []heldTask // the tasks it holds, in the order handed
+	rate           window
+	// prev and next link it in trainers.idle, where it is while it holds
+	// nothing.
+	prev, next *trainer
 }
 
 // taskKey names a task of the job: its dataset and its index there (the
@@ -43,7 +49,9 @@ func (k taskKey) less(o taskKey) bool {
 	return k.dataset < o.dataset || k.dataset == o.dataset && k.index < o.index
 }
 
-type heldSince struct {
+// heldTask is a task a trainer holds, since its dispatch.
+type heldTask struct {
+	task  taskKey
 	pass  int
 	since time.Time
 }
@@ -56,25 +64,26 @@ const (
 	rateSpan     = time.Minute
 )
 
-// trainers tracks the trainers that hold a task of this term, all of them,
-// and at most max trainers in all: when a trainer that holds nothing calls
-// with the table full, the least recently seen trainer holding nothing is
-// dropped, or, when every trainer holds a task, the caller is left out. A
-// trainer is never dropped while it holds a task, so that a flood of names
-// cannot hide the trainers a job waits for; there are never more holders
-// than tasks pending, which bounds the table to the larger of max and the
-// tasks held at once. Not safe for concurrent use: Monitor holds its lock
-// around every call.
+// trainers tracks every trainer that holds a task of this term, and the
+// others up to max trainers in all: when a trainer that holds nothing
+// calls with the table full, the least recently touched trainer holding
+// nothing is dropped, or, when every trainer holds a task, the caller is
+// left out. A trainer is never dropped while it holds a task, so that a
+// flood of names cannot hide the trainers a job waits for; there are
+// never more holders than tasks pending, which bounds the table to the
+// larger of max and the tasks held at once. Every operation told of a
+// call or a task is O(1) (but for the tasks one trainer holds at once).
+// Not safe for concurrent use: Monitor holds its lock around every call.
 type trainers struct {
 	max     int
 	byName  map[string]*trainer
-	idle    *list.List // of *trainer holding nothing, most recently seen first
+	idle    idleList // the trainers holding nothing, most recently touched first
 	holders map[taskKey]*trainer
 	left    untracked // the trainers dropped or left out for want of room
 }
 
 func newTrainers(max int) *trainers {
-	return &trainers{max: max, byName: map[string]*trainer{}, idle: list.New(), holders: map[taskKey]*trainer{}, left: newUntracked(max)}
+	return &trainers{max: max, byName: map[string]*trainer{}, holders: map[taskKey]*trainer{}, left: newUntracked(max)}
 }
 
 // seen returns the trainer called name, added if new, as seen at now; nil
@@ -102,10 +111,10 @@ func (ts *trainers) holder(name string, now time.Time) *trainer {
 	return ts.add(name, now)
 }
 
-// add adds a trainer called name, seen at now.
+// add adds a trainer called name, seen at now, holding nothing.
 func (ts *trainers) add(name string, now time.Time) *trainer {
-	t := &trainer{name: name, firstSeen: now, lastSeen: now, held: map[taskKey]heldSince{}, rate: newWindow(trainerSlot, trainerSlots)}
-	t.lru = ts.idle.PushFront(t)
+	t := &trainer{name: name, firstSeen: now, lastSeen: now, touched: now, rate: newWindow(trainerSlot, trainerSlots)}
+	ts.idle.pushFront(t)
 	ts.byName[name] = t
 	ts.left.remove(name)
 	return t
@@ -113,23 +122,30 @@ func (ts *trainers) add(name string, now time.Time) *trainer {
 
 // touch marks t seen at now.
 func (ts *trainers) touch(t *trainer, now time.Time) {
-	if t.lru != nil {
-		ts.idle.MoveToFront(t.lru)
-	}
-	if now.After(t.lastSeen) {
-		t.lastSeen = now
+	t.lastSeen = later(t.lastSeen, now)
+	t.touched = later(t.touched, now)
+	if len(t.held) == 0 {
+		ts.idle.remove(t)
+		ts.idle.pushFront(t)
 	}
 }
 
-// makeRoom drops the least recently seen trainers holding nothing until
-// there is room for one more, and reports whether there is.
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// makeRoom drops the least recently touched trainers holding nothing
+// until there is room for one more, and reports whether there is.
 func (ts *trainers) makeRoom() bool {
 	for len(ts.byName) >= ts.max {
-		back := ts.idle.Back()
-		if back == nil {
+		t := ts.idle.back
+		if t == nil {
 			return false
 		}
-		t := back.Value.(*trainer)
 		ts.drop(t)
 		ts.left.add(t.name, t.lastSeen)
 	}
@@ -138,142 +154,93 @@ func (ts *trainers) makeRoom() bool {
 
 // drop forgets t, which holds nothing.
 func (ts *trainers) drop(t *trainer) {
-	ts.idle.Remove(t.lru)
+	ts.idle.remove(t)
 	delete(ts.byName, t.name)
 }
 
-// forget drops the trainers not seen since before cutoff, but for those
-// holding a task: they stay, to be shown stalled. The trainers left out
-// and not seen since cutoff are no longer counted either.
+// forget drops the trainers holding nothing that were last touched before
+// cutoff: a trainer holding a task stays, to be shown stalled. The
+// trainers left out and not seen since cutoff are no longer counted
+// either.
 func (ts *trainers) forget(cutoff time.Time) {
-	for e := ts.idle.Back(); e != nil; {
-		t, prev := e.Value.(*trainer), e.Prev()
-		if !t.lastSeen.Before(cutoff) {
-			break // the rest were seen later
-		}
+	for t := ts.idle.back; t != nil && t.touched.Before(cutoff); t = ts.idle.back {
 		ts.drop(t)
-		e = prev
 	}
 	ts.left.forget(cutoff)
 }
 
 // hold records that t holds task since at.
 func (ts *trainers) hold(t *trainer, task taskKey, pass int, at time.Time) {
-	ts.release(task)
-	t.held[task] = heldSince{pass: pass, since: at}
-	ts.holders[task] = t
-	if t.lru != nil {
-		ts.idle.Remove(t.lru)
-		t.lru = nil
+	ts.release(task, at)
+	if len(t.held) == 0 {
+		ts.idle.remove(t)
 	}
+	t.held = append(t.held, heldTask{task: task, pass: pass, since: at})
+	ts.holders[task] = t
 }
 
-// release forgets who holds task and returns it (nil: nobody known).
-func (ts *trainers) release(task taskKey) *trainer {
+// release forgets who holds task, back at at, and returns it (nil:
+// nobody known).
+func (ts *trainers) release(task taskKey, at time.Time) *trainer {
 	t := ts.holders[task]
 	if t == nil {
 		return nil
 	}
-	delete(t.held, task)
 	delete(ts.holders, task)
+	t.held = slices.DeleteFunc(t.held, func(h heldTask) bool { return h.task == task })
 	if len(t.held) == 0 {
-		ts.setIdle(t)
+		t.touched = later(t.touched, at)
+		ts.idle.pushFront(t)
 	}
 	return t
 }
 
-// setIdle puts t, which no longer holds a task, among the idle trainers
-// in the order of their last calls.
-func (ts *trainers) setIdle(t *trainer) {
-	for e := ts.idle.Front(); e != nil; e = e.Next() {
-		if !e.Value.(*trainer).lastSeen.After(t.lastSeen) {
-			t.lru = ts.idle.InsertBefore(t, e)
-			return
-		}
-	}
-	t.lru = ts.idle.PushBack(t)
-}
-
 // newTerm forgets who holds what: another master may have dispatched
-// since this one last led. Every trainer then holds nothing.
+// since this one last led. Every trainer then holds nothing, and is idle
+// in the order it was last touched.
 func (ts *trainers) newTerm() {
-	for task, t := range ts.holders {
-		delete(t.held, task)
-	}
 	clear(ts.holders)
-	all := slices.SortedFunc(maps.Values(ts.byName), func(a, b *trainer) int { return b.lastSeen.Compare(a.lastSeen) })
-	ts.idle.Init()
+	all := make([]*trainer, 0, len(ts.byName))
+	for _, t := range ts.byName {
+		t.held = nil
+		all = append(all, t)
+	}
+	slices.SortFunc(all, func(a, b *trainer) int { return a.touched.Compare(b.touched) })
+	ts.idle = idleList{}
 	for _, t := range all {
-		t.lru = ts.idle.PushBack(t)
+		t.prev, t.next = nil, nil
+		ts.idle.pushFront(t)
 	}
 }
 
-// untracked counts the trainers that called but are not tracked for want
-// of room, until ForgetAfter after their last call (when a tracked one
-// would be forgotten). It remembers the names of the latest max of them,
-// so that one that comes back is no longer counted; beyond those, it
-// counts the others until the latest of their calls is ForgetAfter old: a
-// name among those that comes back is counted twice until then.
-type untracked struct {
-	max      int
-	names    map[string]*list.Element // of leftOut
-	order    *list.List               // of leftOut, latest left out first
-	more     int                      // left out beyond the names remembered
-	moreSeen time.Time                // the latest call of those
+// idleList links the trainers holding nothing through their prev and
+// next, front first.
+type idleList struct{ front, back *trainer }
+
+// pushFront puts t, in no list, at the front.
+func (l *idleList) pushFront(t *trainer) {
+	t.prev, t.next = nil, l.front
+	if l.front != nil {
+		l.front.prev = t
+	} else {
+		l.back = t
+	}
+	l.front = t
 }
 
-// leftOut is a trainer not tracked, and when it last called.
-type leftOut struct {
-	name     string
-	lastSeen time.Time
-}
-
-func newUntracked(max int) untracked {
-	return untracked{max: max, names: map[string]*list.Element{}, order: list.New()}
-}
-
-// count returns how many trainers are not tracked.
-func (u *untracked) count() int { return len(u.names) + u.more }
-
-// add counts the trainer called name, last seen at, as not tracked.
-func (u *untracked) add(name string, at time.Time) {
-	if e, ok := u.names[name]; ok {
-		e.Value = leftOut{name: name, lastSeen: at}
-		u.order.MoveToFront(e)
-		return
+// remove takes t, in l, out of it.
+func (l *idleList) remove(t *trainer) {
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		l.front = t.next
 	}
-	u.names[name] = u.order.PushFront(leftOut{name: name, lastSeen: at})
-	if len(u.names) > u.max {
-		oldest := u.order.Remove(u.order.Back()).(leftOut)
-		delete(u.names, oldest.name)
-		u.more++
-		if oldest.lastSeen.After(u.moreSeen) {
-			u.moreSeen = oldest.lastSeen
-		}
+	if t.next != nil {
+		t.next.prev = t.prev
+	} else {
+		l.back = t.prev
 	}
-}
-
-// remove stops counting the trainer called name: it is tracked again.
-func (u *untracked) remove(name string) {
-	if e, ok := u.names[name]; ok {
-		u.order.Remove(e)
-		delete(u.names, name)
-	}
-}
-
-// forget stops counting the trainers not seen since before cutoff.
-func (u *untracked) forget(cutoff time.Time) {
-	for e := u.order.Front(); e != nil; {
-		next := e.Next()
-		if l := e.Value.(leftOut); l.lastSeen.Before(cutoff) {
-			u.order.Remove(e)
-			delete(u.names, l.name)
-		}
-		e = next
-	}
-	if u.moreSeen.Before(cutoff) {
-		u.more = 0
-	}
+	t.prev, t.next = nil, nil
 }
 
 // finished counts a finished task of records in pass of dataset to t: in
@@ -296,29 +263,11 @@ func (t *trainer) finished(dataset string, pass int, records int64, at time.Time
 }
 
 // oldest returns the task t has held longest.
-func (t *trainer) oldest() (task taskKey, h heldSince, ok bool) {
-	for i, hs := range t.held {
-		if !ok || hs.since.Before(h.since) || (hs.since.Equal(h.since) && i.less(task)) {
-			task, h, ok = i, hs, true
+func (t *trainer) oldest() (h heldTask, ok bool) {
+	for _, o := range t.held {
+		if !ok || o.since.Before(h.since) || (o.since.Equal(h.since) && o.task.less(h.task)) {
+			h, ok = o, true
 		}
 	}
-	return task, h, ok
-}
-
-// status returns t's figures at now, in pass (-1: its latest); stallAfter
-// is how long a trainer may stay silent before it is marked stalled.
-func (t *trainer) status(now time.Time, pass int, stallAfter time.Duration) statusapi.TrainerStatus {
-	st := statusapi.TrainerStatus{
-		Name: t.name, TasksTotal: t.tasksTotal, RecordsTotal: t.recordsTotal,
-		RecordsPerSecond: t.rate.rate(now, t.firstSeen, rateSpan),
-		Holding:          len(t.held), Failures: t.failures, Timeouts: t.timeouts, LastSeen: t.lastSeen.UTC(),
-		Stalled: t.timedOutSinceSeen || now.Sub(t.lastSeen) > stallAfter,
-	}
-	if pass < 0 || t.pass == pass {
-		st.TasksPass, st.RecordsPass = t.tasksPass, t.recordsPass
-	}
-	if task, h, ok := t.oldest(); ok {
-		st.Task = &statusapi.HeldTask{Dataset: task.dataset, Index: task.index, Pass: h.pass, Since: h.since.UTC(), HeldSeconds: now.Sub(h.since).Seconds()}
-	}
-	return st
+	return h, ok
 }

@@ -2,11 +2,13 @@ package monitor
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pkg/errors"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/trainmaster/master/internal/master"
@@ -60,12 +62,12 @@ func TestTrainersRoom(t *testing.T) {
 			m.Called("y", c.advance(time.Second))                // x goes
 			m.Called("z", c.advance(time.Second))                // h goes
 		}, []string{"y", "z"}, 2},
-		{"a timed out holder goes in the order of its last call", 2, func(m *Monitor, c *clock) {
+		{"a holder whose task went back stays as if seen then", 2, func(m *Monitor, c *clock) {
 			m.Dispatched("h", ev(0, 0, 1, c.Now()))
 			m.Called("x", c.advance(time.Second))
 			m.Retried("", ev(0, 0, 1, c.advance(time.Minute)), master.CauseTimedOut) // h, silent since the start, holds nothing
-			m.Called("y", c.advance(time.Second))
-		}, []string{"x", "y"}, 1},
+			m.Called("y", c.advance(time.Second))                                    // x goes
+		}, []string{"h", "y"}, 1},
 		{"a new term: the former holders may go", 2, func(m *Monitor, c *clock) {
 			m.Dispatched("h1", ev(0, 0, 1, c.Now()))
 			m.Dispatched("h2", ev(1, 0, 1, c.advance(time.Second)))
@@ -126,12 +128,12 @@ func TestHoldersInMetrics(t *testing.T) {
 trainmaster_trainer_holding_tasks{trainer="h0"} 1
 trainmaster_trainer_holding_tasks{trainer="h1"} 1
 trainmaster_trainer_holding_tasks{trainer="h2"} 1
-# HELP trainmaster_trainer_stalled 1 when the trainer is silent for longer than a task takes, or a task it held timed out since.
+# HELP trainmaster_trainer_stalled 1 while the job runs and the trainer is silent for longer than a task takes, or a task it held timed out or was taken back as lost since.
 # TYPE trainmaster_trainer_stalled gauge
 trainmaster_trainer_stalled{trainer="h0"} 1
 trainmaster_trainer_stalled{trainer="h1"} 1
 trainmaster_trainer_stalled{trainer="h2"} 1
-# HELP trainmaster_trainers Trainers this master tracks (seen lately or holding a task).
+# HELP trainmaster_trainers Trainers connected: holding a task, or called in the last 10 s; not lost since.
 # TYPE trainmaster_trainers gauge
 trainmaster_trainers 3
 `
@@ -142,4 +144,82 @@ trainmaster_trainers 3
 	if st := m.Status(); st.TrainersUntracked != 1001 {
 		t.Errorf("%d trainers untracked, want 1001", st.TrainersUntracked)
 	}
+}
+
+// TestTrainerTableInvariants: whatever the monitor is told, in any order,
+// over a few names and tasks in a small table with terms and forgetting,
+// its trainers stay consistent (trainers.check).
+func TestTrainerTableInvariants(t *testing.T) {
+	for seed := range 20 {
+		rng := rand.New(rand.NewPCG(uint64(seed), 27))
+		m, c := newMonitor(Config{MaxTrainers: 4})
+		m.Lead(running)
+		for step := range 2000 {
+			name := fmt.Sprintf("t%d", rng.IntN(8))
+			task := ev(rng.IntN(6), 0, 1, c.advance(time.Duration(rng.IntN(3000))*time.Millisecond))
+			switch rng.IntN(8) {
+			case 0:
+				m.Called(name, task.At)
+			case 1, 2:
+				m.Dispatched(name, task)
+			case 3:
+				m.Finished(name, task)
+			case 4:
+				m.Retried(name, task, master.CauseFailed)
+			case 5:
+				m.Retried("", task, master.CauseTimedOut)
+			case 6:
+				m.Retried(name, task, master.CauseLost)
+			case 7:
+				if rng.IntN(20) == 0 {
+					m.Lead(running) // a new term
+				}
+				m.Status() // forgets the trainers silent for ForgetAfter
+			}
+			if err := m.trainers.check(); err != nil {
+				t.Fatalf("seed %d, step %d: %v", seed, step, err)
+			}
+		}
+	}
+}
+
+// check returns what is wrong with ts, if anything: the idle list must
+// link, both ways, exactly the trainers tracked that hold nothing, most
+// recently touched first; every task held must be its holder's, once.
+func (ts *trainers) check() error {
+	idle, holding := 0, 0
+	var prev *trainer
+	for t := ts.idle.front; t != nil; prev, t = t, t.next {
+		switch {
+		case idle == len(ts.byName):
+			return errors.New("the idle list is longer than the table")
+		case ts.byName[t.name] != t:
+			return errors.Errorf("%s is idle but not tracked", t.name)
+		case len(t.held) > 0:
+			return errors.Errorf("%s is idle but holds %d tasks", t.name, len(t.held))
+		case t.prev != prev:
+			return errors.Errorf("%s is not linked back to the trainer before it", t.name)
+		case prev != nil && prev.touched.Before(t.touched):
+			return errors.Errorf("%s, touched at %v, is after %s, touched before it", t.name, t.touched, prev.name)
+		}
+		idle++
+	}
+	if ts.idle.back != prev {
+		return errors.New("the idle list's back is not its last trainer")
+	}
+	for _, t := range ts.byName {
+		holding += len(t.held)
+		if len(t.held) == 0 {
+			idle--
+		}
+		for _, h := range t.held {
+			if ts.holders[h.task] != t {
+				return errors.Errorf("%s holds task %v, whose holder is another", t.name, h.task)
+			}
+		}
+	}
+	if idle != 0 || holding != len(ts.holders) {
+		return errors.Errorf("%d idle trainers not listed, %d tasks held of %d holders", idle, holding, len(ts.holders))
+	}
+	return nil
 }

@@ -34,13 +34,22 @@ type Status struct {
 	Checkpoints *CheckpointsStatus `json:"checkpoints,omitempty"`
 	// Rendezvous are the runs of the job's elastic agents, by run ID.
 	Rendezvous []RendezvousStatus `json:"rendezvous,omitempty"`
-	// Trainers, stalled ones first, then slowest first; at most
-	// monitor.MaxShownTrainers of TrainersTotal.
-	Trainers      []TrainerStatus `json:"trainers"`
-	TrainersTotal int             `json:"trainers_total"`
+	// Trainers is a table of the trainers: every stalled one (up to
+	// monitor.MaxShownStalled, those holding a task first), then the
+	// slowest of the others (up to monitor.MaxShownTrainers), each group
+	// slowest first.
+	Trainers []TrainerStatus `json:"trainers"`
+	// TrainersTotal counts the trainers tracked: every trainer that holds
+	// a task, called within the last 10 minutes or had a task taken back
+	// within them, up to the master's -max-trainers; exact.
+	TrainersTotal int `json:"trainers_total"`
+	// TrainersConnected counts those connected (TrainerStatus.Connected),
+	// TrainersStalled those stalled.
+	TrainersConnected int `json:"trainers_connected"`
+	TrainersStalled   int `json:"trainers_stalled"`
 	// TrainersUntracked counts the trainers that called lately but are
-	// not tracked, for want of room (the master's -max-trainers-shown):
-	// they are in neither Trainers, TrainersTotal nor the metrics. A
+	// not tracked, for want of room (the master's -max-trainers): they
+	// are in neither Trainers, the counts above nor the metrics. A
 	// trainer holding a task is always tracked.
 	TrainersUntracked int `json:"trainers_untracked"`
 	// Rate is records per second in each 10-second slot of the last 30
@@ -120,9 +129,16 @@ type TrainerStatus struct {
 	Failures int64     `json:"failures"` // failure reports it sent that sent a task back
 	Timeouts int64     `json:"timeouts"` // tasks it held that timed out
 	LastSeen time.Time `json:"last_seen"`
-	// Stalled: it has not called for longer than a task should take, or a
-	// task it held timed out since its last call.
+	// Stalled, while the job runs: it has not called for longer than a
+	// task should take, or a task it held timed out or was taken back as
+	// lost since its last call.
 	Stalled bool `json:"stalled"`
+	// Connected: it holds a task, or called in the last 10 seconds, and
+	// was not lost since its last call.
+	Connected bool `json:"connected"`
+	// Lost: its tasks went back because it had no connection to the
+	// master for -trainer-grace, and it has not called since.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // HeldTask is a task a trainer holds.

@@ -30,8 +30,9 @@ func goldenStatus() Status {
 			Kept: []int64{3, 6, 7}, Pinned: []int64{3, 7}},
 		Trainers: []TrainerStatus{{Name: "trainer-0", TasksPass: 1, RecordsPass: 300, TasksTotal: 9, RecordsTotal: 2900, RecordsPerSecond: 3.5,
 			Task: &HeldTask{Dataset: "train", Index: 17, Pass: 1, Since: t0.Add(-42 * time.Second), HeldSeconds: 42}, Holding: 2,
-			Failures: 1, Timeouts: 3, LastSeen: t0.Add(-time.Second), Stalled: true}, {Name: "trainer-1", LastSeen: t0}},
-		TrainersTotal: 2, TrainersUntracked: 3,
+			Failures: 1, Timeouts: 3, LastSeen: t0.Add(-time.Second), Stalled: true, Connected: true},
+			{Name: "trainer-1", LastSeen: t0.Add(-time.Minute), Stalled: true, Lost: true}},
+		TrainersTotal: 2, TrainersConnected: 1, TrainersStalled: 2, TrainersUntracked: 3,
 		Rate:   []RatePoint{{Time: t0, RecordsPerSecond: 12.25}},
 		Events: []Event{{Time: t0, Dataset: "train", Task: 5, Pass: 1, Trainer: "trainer-0", Cause: "failed", Discarded: true, Reason: "disk"}},
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/monitor"
 	"github.com/trainmaster/master/internal/statusapi"
 )
 
@@ -71,6 +72,9 @@ type pageView struct {
 	Hidden    int // trainers not shown
 	MoreGone  int // discarded tasks not shown
 	ShowChart bool
+	// ShownStalled and ShownSlowest bound the trainers shown: the stalled,
+	// and the slowest of the others.
+	ShownStalled, ShownSlowest int
 	// Sets are the rows of the datasets table, train first: none when
 	// train is the only dataset.
 	Sets []setRow
@@ -120,7 +124,8 @@ type queueView struct {
 }
 
 func newPageView(st statusapi.Status, refresh time.Duration, scheme, host string) *pageView {
-	v := &pageView{Status: st, Refresh: max(1, int(refresh.Round(time.Second)/time.Second))}
+	v := &pageView{Status: st, Refresh: max(1, int(refresh.Round(time.Second)/time.Second)),
+		ShownStalled: monitor.MaxShownStalled, ShownSlowest: monitor.MaxShownTrainers}
 	standbys := 0
 	for _, m := range st.Masters {
 		mv := masterView{Host: m.Host, PID: m.PID, Lead: m.Leading, Role: "leader", Here: m.HTTP != "" && m.HTTP == host}

@@ -164,7 +164,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, why st
 }
 
 func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
-	if s.cfg.Monitor.Status().Leading {
+	if s.cfg.Monitor.Leading() {
 		text(w, http.StatusOK, "leading")
 		return
 	}
