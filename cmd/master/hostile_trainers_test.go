@@ -54,9 +54,12 @@ func TestHostileTrainerNamesHideNoHolder(t *testing.T) {
 		t.Errorf("after %d finishes under fresh names: %d trainers (want %d), %d untracked (want %d), holder holding %d",
 			flood, st.TrainersTotal, shown, st.TrainersUntracked, flood-(shown-1), trainerHolding(st, "holder"))
 	}
+	// Once the flood's connections are closed, the holder is the one
+	// trainer connected.
+	awaitStatus(t, page, 10*time.Second, func(st statusapi.Status) bool { return st.TrainersConnected == 1 })
 	metrics := httpBody(t, page+"metrics")
 	for _, series := range []string{`trainmaster_trainer_holding_tasks{trainer="holder"} 1`, `trainmaster_trainer_stalled{trainer="holder"}`,
-		fmt.Sprintf("trainmaster_trainers %d", shown)} {
+		"\ntrainmaster_trainers 1\n", fmt.Sprintf("\ntrainmaster_trainers_tracked %d\n", shown)} {
 		if !strings.Contains(metrics, series) {
 			t.Errorf("/metrics holds no %s", series)
 		}

@@ -250,6 +250,14 @@ func (s *Service) Connected(trainer string) {
 	}
 }
 
+// ConnectedTrainers returns, for each named trainer with a connection
+// open to this master, how many it has open: a copy, for the monitor.
+func (s *Service) ConnectedTrainers() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.conns)
+}
+
 // Disconnected tells the service that a connection that carried trainer's
 // name ended.
 func (s *Service) Disconnected(trainer string) {

@@ -20,11 +20,11 @@ import (
 // moment is what a trainer's standing depends on besides its record.
 type moment struct {
 	now time.Time
-	// stallAfter is the silence past which a trainer is stalled;
-	// goneAfter the one past which a trainer holding nothing is taken
-	// for gone (one waiting for a task asks every few seconds, however
-	// long tasks take).
-	stallAfter, goneAfter time.Duration
+	// stallAfter is the silence past which a trainer is stalled.
+	stallAfter time.Duration
+	// conns are the named trainers with a connection open to the leading
+	// master (JobSource.ConnectedTrainers); nil on a standby.
+	conns map[string]int
 	// pass is train's current pass, the one a trainer's pass figures
 	// count: -1 while no job is known (each trainer's latest then).
 	pass    int
@@ -33,10 +33,7 @@ type moment struct {
 
 // standing is what a trainer is at a moment.
 type standing struct {
-	// connected: it holds a task (the master takes back the tasks of a
-	// trainer that has had no connection for the trainer grace, and is
-	// told: lost), or it called within goneAfter, and it was not lost
-	// since its last call.
+	// connected: it has a connection open to the master.
 	connected bool
 	// stalled, while the job runs: it has been silent for longer than
 	// stallAfter, or a task it held timed out or was taken back as lost
@@ -48,7 +45,7 @@ type standing struct {
 func (mo moment) of(t *trainer) standing {
 	silence := mo.now.Sub(t.lastSeen)
 	return standing{
-		connected: !t.lost && (len(t.held) > 0 || silence <= mo.goneAfter),
+		connected: mo.conns[t.name] > 0,
 		stalled:   mo.running && (t.timedOut || t.lost || silence > mo.stallAfter),
 	}
 }
@@ -73,10 +70,12 @@ func (mo moment) status(t *trainer, s standing) statusapi.TrainerStatus {
 // rate is t's records per second over the last minute.
 func (mo moment) rate(t *trainer) float64 { return t.rate.rate(mo.now, t.firstSeen, rateSpan) }
 
-// census counts the trainers tracked at a moment.
+// census counts the trainers at a moment: connected, every named trainer
+// with a connection open, tracked or not; the others, the trainers
+// tracked.
 type census struct {
 	tracked, connected, stalled int
-	rates                       *histogram // records per second of each trainer connected
+	rates                       *histogram // records per second of each trainer tracked and connected
 	held                        *histogram // seconds each holder has held its oldest task
 }
 
@@ -89,11 +88,10 @@ var (
 // take counts every trainer of ts at the moment, and calls visit, unless
 // nil, with each, its standing and its rate.
 func (mo moment) take(ts *trainers, visit func(t *trainer, s standing, rate float64)) census {
-	c := census{tracked: len(ts.byName), rates: newHistogram(rateBuckets), held: newHistogram(heldBuckets)}
+	c := census{tracked: len(ts.byName), connected: len(mo.conns), rates: newHistogram(rateBuckets), held: newHistogram(heldBuckets)}
 	for _, t := range ts.byName {
 		s, rate := mo.of(t), mo.rate(t)
 		if s.connected {
-			c.connected++
 			c.rates.observe(rate)
 		}
 		if s.stalled {

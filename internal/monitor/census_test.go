@@ -30,16 +30,18 @@ const (
 	crowdStall = 19 // below crowdIdle: working
 )
 
-// crowd fills m with n trainers as a job at scale, over a minute of c's
-// time: every trainer is handed a task; 5 s later those working finish it
-// (held 5 s: a trainer is then stalled after 15 s of silence) and take the
-// next, the idle ones finish theirs and find none, the lost ones' tasks
-// go back; at 60 s the working and idle call again, the stalled ones stay
+// crowd fills m, led by src, with n trainers as a job at scale, over a
+// minute of c's time: every trainer connects and is handed a task; 5 s
+// later those working finish it (held 5 s: a trainer is then stalled
+// after 15 s of silence) and take the next, the idle ones finish theirs
+// and find none, the lost ones' connections are closed and their tasks go
+// back; at 60 s the working and idle call again, the stalled ones stay
 // silent. Of every 20: 16 working, 2 idle, 1 stalled, 1 lost.
-func crowd(m *Monitor, c *clock, n int) {
+func crowd(m *Monitor, src *connected, c *clock, n int) {
 	name := func(i int) string { return fmt.Sprintf("trainer-%05d", i) }
 	t0 := c.Now()
 	for i := range n {
+		src.conns[name(i)]++
 		m.Called(name(i), t0)
 		m.Dispatched(name(i), ev(i, 0, 100, t0))
 	}
@@ -47,6 +49,7 @@ func crowd(m *Monitor, c *clock, n int) {
 	for i := range n {
 		switch kind := i % crowdKinds; {
 		case kind == crowdLost:
+			delete(src.conns, name(i))
 			m.Retried(name(i), ev(i, 0, 100, at), master.CauseLost)
 		case kind < crowdIdle:
 			m.Called(name(i), at)
@@ -79,44 +82,47 @@ func scrapeText(t testing.TB, m *Monitor) string {
 	return rec.Body.String()
 }
 
-// TestTrainersCountedExactly: every trainer tracked is counted, in the
-// status and the metrics alike, however many there are: connected (those
-// holding a task, stalled ones too, and those that called lately),
-// stalled (silent, or lost), tracked, and not tracked past MaxTrainers;
-// the distributions count one observation per trainer connected and per
-// holder; the table shows every stalled trainer, then the slowest.
+// TestTrainersCountedExactly: every trainer is counted, in the status and
+// the metrics alike, however many there are: connected (every named
+// trainer with a connection open to the master, tracked or not), stalled
+// (silent, or lost), tracked, and not tracked past MaxTrainers; the
+// distributions count one observation per trainer tracked and connected
+// (rated) and per holder; the table shows every stalled trainer, then the
+// slowest.
 func TestTrainersCountedExactly(t *testing.T) {
 	cases := []struct {
-		name                                      string
-		cfg                                       Config
-		fill                                      func(m *Monitor, c *clock)
-		tracked, connected, stalled, held, tabled int
-		untracked                                 int
+		name                                             string
+		cfg                                              Config
+		fill                                             func(m *Monitor, src *connected, c *clock)
+		tracked, connected, rated, stalled, held, tabled int
+		untracked                                        int
 	}{
-		{"a crowd of 20", Config{}, func(m *Monitor, c *clock) { crowd(m, c, 20) }, 20, 19, 2, 17, 2 + 18, 0},
-		{"a crowd of 10,000", Config{}, func(m *Monitor, c *clock) { crowd(m, c, 10_000) }, 10_000, 9_500, 1_000, 8_500,
-			MaxShownStalled + MaxShownTrainers, 0},
-		{"a crowd of 10,000 in a table of 1,000, and a flood", Config{MaxTrainers: 1000}, func(m *Monitor, c *clock) {
-			crowd(m, c, 10_000)
-			for i := range 5_000 {
+		{"a crowd of 20", Config{}, func(m *Monitor, src *connected, c *clock) { crowd(m, src, c, 20) }, 20, 19, 19, 2, 17, 2 + 18, 0},
+		{"a crowd of 10,000", Config{}, func(m *Monitor, src *connected, c *clock) { crowd(m, src, c, 10_000) },
+			10_000, 9_500, 9_500, 1_000, 8_500, MaxShownStalled + MaxShownTrainers, 0},
+		{"a crowd of 10,000 in a table of 1,000, and a flood", Config{MaxTrainers: 1000}, func(m *Monitor, src *connected, c *clock) {
+			crowd(m, src, c, 10_000)
+			for i := range 5_000 { // each on a connection that closed after its call
 				m.Called(fmt.Sprintf("ghost-%d", i), c.Now())
 			}
-		}, // the 8,500 holders are kept beyond the bound, the others go
-			8_500, 8_500, 500, 8_500, 500 + MaxShownTrainers, 1_500 + 5_000},
-		{"a flood of names past the bound", Config{MaxTrainers: 1000}, func(m *Monitor, c *clock) {
+		}, // the 8,500 holders are kept beyond the bound, the others go, but are counted connected
+			8_500, 9_500, 8_500, 500, 8_500, 500 + MaxShownTrainers, 1_500 + 5_000},
+		{"a flood of names past the bound", Config{MaxTrainers: 1000}, func(m *Monitor, src *connected, c *clock) {
 			for i := range 100 {
+				src.conns[fmt.Sprintf("holder-%d", i)] = 1
 				m.Dispatched(fmt.Sprintf("holder-%d", i), ev(i, 0, 10, c.Now()))
 			}
 			for i := range 5_000 {
 				m.Called(fmt.Sprintf("ghost-%d", i), c.advance(time.Microsecond))
 			}
-		}, 1000, 1000, 0, 100, MaxShownTrainers, 4_100},
+		}, 1000, 100, 100, 0, 100, MaxShownTrainers, 4_100},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m, c := newMonitor(tc.cfg)
-			m.Lead(running)
-			tc.fill(m, c)
+			src := newConnected(running)
+			m.Lead(src)
+			tc.fill(m, src, c)
 			st := m.Status()
 			if st.TrainersTotal != tc.tracked || st.TrainersConnected != tc.connected || st.TrainersStalled != tc.stalled ||
 				st.TrainersUntracked != tc.untracked || len(st.Trainers) != tc.tabled {
@@ -130,7 +136,7 @@ func TestTrainersCountedExactly(t *testing.T) {
 				fmt.Sprintf("trainmaster_trainers_stalled %d", tc.stalled),
 				fmt.Sprintf("trainmaster_trainers_tracked %d", tc.tracked),
 				fmt.Sprintf("trainmaster_trainers_untracked %d", tc.untracked),
-				fmt.Sprintf("trainmaster_trainers_records_per_second_count %d", tc.connected),
+				fmt.Sprintf("trainmaster_trainers_records_per_second_count %d", tc.rated),
 				fmt.Sprintf("trainmaster_trainers_task_held_seconds_count %d", tc.held),
 			} {
 				if !strings.Contains(text, "\n"+line+"\n") {
@@ -146,8 +152,9 @@ func TestTrainersCountedExactly(t *testing.T) {
 // each group slowest first; its rows say which are connected and lost.
 func TestTrainersTable(t *testing.T) {
 	m, c := newMonitor(Config{})
-	m.Lead(running)
-	crowd(m, c, 10_000)
+	src := newConnected(running)
+	m.Lead(src)
+	crowd(m, src, c, 10_000)
 	st := m.Status()
 	stalled := st.Trainers[:MaxShownStalled]
 	for i, tr := range stalled {
@@ -231,21 +238,26 @@ func trainerSamples(text string) map[string]int {
 // connection closed, its task taken back as lost) is shown lost and
 // stalled, no longer connected, until ForgetAfter after its loss; one
 // that comes back is connected again. A trainer that stops calling while
-// it holds a task is stalled but still connected.
+// it holds a task, its connection open, is stalled but still connected.
 func TestKilledTrainers(t *testing.T) {
 	m, c := newMonitor(Config{StallAfter: 10 * time.Second})
-	m.Lead(running)
+	src := newConnected(running)
+	m.Lead(src)
 	for i, name := range []string{"killed", "hung", "back"} {
+		src.conns[name] = 1
 		m.Called(name, c.Now())
 		m.Dispatched(name, ev(i, 0, 10, c.Now()))
 	}
 	at := c.advance(5 * time.Minute)
-	m.Retried("killed", ev(0, 0, 10, at), master.CauseLost)
-	m.Retried("back", ev(2, 0, 10, at), master.CauseLost)
+	for i, name := range map[int]string{0: "killed", 2: "back"} {
+		delete(src.conns, name)
+		m.Retried(name, ev(i, 0, 10, at), master.CauseLost)
+	}
 	want := map[string]string{"killed": "lost stalled", "hung": "connected stalled", "back": "lost stalled"}
 	checkStanding(t, m, "at the loss", want, 1, 3)
 
 	c.advance(DefaultForgetAfter - 5*time.Second)
+	src.conns["back"] = 1
 	m.Called("back", c.Now())
 	want = map[string]string{"killed": "lost stalled", "hung": "connected stalled", "back": "connected"}
 	checkStanding(t, m, "9 min 55 s after the loss", want, 2, 2)
@@ -283,16 +295,19 @@ func checkStanding(t *testing.T, m *Monitor, when string, want map[string]string
 }
 
 // TestGoneWhileTasksAreLong: with tasks held a minute, a trainer is
-// stalled after 3 minutes of silence, but one that holds nothing and has
-// not called for StallAfter is gone at once: neither connected nor
-// stalled. One holding a task stays connected.
+// stalled after 3 minutes of silence; one that holds nothing and closed
+// its connection is neither connected nor stalled until then. One holding
+// a task, its connection open, stays connected.
 func TestGoneWhileTasksAreLong(t *testing.T) {
 	m, c := newMonitor(Config{StallAfter: 10 * time.Second})
-	m.Lead(running)
+	src := newConnected(running)
+	m.Lead(src)
+	src.conns["left"], src.conns["busy"] = 1, 1
 	m.Dispatched("left", ev(0, 0, 10, c.Now()))
 	m.Dispatched("busy", ev(1, 0, 10, c.Now()))
 	at := c.advance(time.Minute)
 	m.Finished("left", ev(0, 0, 10, at)) // held a minute: stalled after 3
+	delete(src.conns, "left")
 	m.Dispatched("busy", ev(2, 0, 10, at))
 	c.advance(30 * time.Second)
 	checkStanding(t, m, "30 s later", map[string]string{"left": "", "busy": "connected"}, 1, 0)

@@ -145,6 +145,9 @@ type JobSource interface {
 	Jobs() []master.JobState
 	Checkpoints() master.CheckpointsState
 	RendezvousRuns() map[string]rendezvous.Run
+	// ConnectedTrainers returns the named trainers with a connection open,
+	// and how many each has.
+	ConnectedTrainers() map[string]int
 }
 
 // Lead tells the monitor that jobs is the leading service of a new term;
@@ -331,16 +334,17 @@ func (m *Monitor) Status() statusapi.Status {
 // sourced is what the monitor reads of the leading service, outside its
 // lock: that takes the datasets' locks.
 type sourced struct {
-	jobs []master.JobState
-	cps  master.CheckpointsState
-	runs map[string]rendezvous.Run
+	jobs  []master.JobState
+	cps   master.CheckpointsState
+	runs  map[string]rendezvous.Run
+	conns map[string]int // nil on a standby
 }
 
 // read reads the leading service; nothing on a standby.
 func (m *Monitor) read() sourced {
 	var s sourced
 	if src := m.source(); src != nil {
-		s.jobs, s.cps, s.runs = src.Jobs(), src.Checkpoints(), src.RendezvousRuns()
+		s.jobs, s.cps, s.runs, s.conns = src.Jobs(), src.Checkpoints(), src.RendezvousRuns(), src.ConnectedTrainers()
 	}
 	return s
 }
@@ -352,7 +356,7 @@ func (m *Monitor) status(src sourced) (statusapi.Status, moment) {
 	now := m.cfg.Now()
 	st := statusapi.Status{Time: now.UTC(), Leading: m.jobs != nil, Rate: m.history.series(now, m.born),
 		Checkpoints: checkpointsStatus(src.cps), Rendezvous: RendezvousStatus(src.runs)}
-	mo := moment{now: now, pass: -1, goneAfter: m.cfg.StallAfter,
+	mo := moment{now: now, pass: -1, conns: src.conns,
 		stallAfter: max(m.cfg.StallAfter, time.Duration(3*m.held.mean*float64(time.Second)))}
 	for _, j := range src.jobs {
 		js := m.jobStatus(j, now)

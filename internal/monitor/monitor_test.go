@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -513,6 +514,20 @@ type jobSource []master.JobState
 func (s jobSource) Jobs() []master.JobState                   { return s }
 func (s jobSource) Checkpoints() master.CheckpointsState      { return master.CheckpointsState{} }
 func (s jobSource) RendezvousRuns() map[string]rendezvous.Run { return nil }
+func (s jobSource) ConnectedTrainers() map[string]int         { return nil }
+
+// connected is a leading service with the connections of its trainers:
+// the ones the test opened and did not close.
+type connected struct {
+	jobSource
+	conns map[string]int
+}
+
+func newConnected(jobs jobSource) *connected {
+	return &connected{jobSource: jobs, conns: map[string]int{}}
+}
+
+func (s *connected) ConnectedTrainers() map[string]int { return maps.Clone(s.conns) }
 
 // TestLeadAnySource: the monitor shows the datasets of whatever JobSource
 // leads, train as the job and the others beside it, with the ETAs of

@@ -17,8 +17,9 @@ import (
 func BenchmarkScrape(b *testing.B) {
 	for _, n := range []int{1000, 10_000, 100_000} {
 		m, c := newMonitor(Config{})
-		m.Lead(running)
-		crowd(m, c, n)
+		src := newConnected(running)
+		m.Lead(src)
+		crowd(m, src, c, n)
 		b.Run(fmt.Sprintf("trainers=%d/metrics", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -43,11 +44,12 @@ func BenchmarkTrainerMemory(b *testing.B) {
 	var perTrainer float64
 	for b.Loop() {
 		var before, after runtime.MemStats
+		src := &connected{jobSource: running, conns: make(map[string]int, n)} // the service's, sized before
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		m, c := newMonitor(Config{})
-		m.Lead(running)
-		crowd(m, c, n)
+		m.Lead(src)
+		crowd(m, src, c, n)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		perTrainer = float64(after.HeapAlloc-before.HeapAlloc) / n

@@ -113,7 +113,11 @@ func TestTrainersRoom(t *testing.T) {
 // series of a trainer dropped vanish.
 func TestHoldersInMetrics(t *testing.T) {
 	m, c := newMonitor(Config{MaxTrainers: 2, StallAfter: time.Second})
-	m.Lead(jobService(t))
+	svc := jobService(t)
+	m.Lead(svc)
+	for i := range 3 { // their connections open, told by the port
+		svc.Connected(fmt.Sprintf("h%d", i))
+	}
 	m.Called("gone", c.Now())
 	for i := range 3 {
 		m.Dispatched(fmt.Sprintf("h%d", i), ev(i, 0, 3, c.Now()))
@@ -133,7 +137,7 @@ trainmaster_trainer_holding_tasks{trainer="h2"} 1
 trainmaster_trainer_stalled{trainer="h0"} 1
 trainmaster_trainer_stalled{trainer="h1"} 1
 trainmaster_trainer_stalled{trainer="h2"} 1
-# HELP trainmaster_trainers Trainers connected: holding a task, or called in the last 10 s; not lost since.
+# HELP trainmaster_trainers Named trainers with a connection open to this master, tracked or not.
 # TYPE trainmaster_trainers gauge
 trainmaster_trainers 3
 `
