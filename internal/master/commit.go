@@ -125,11 +125,12 @@ func (s *datasetService) enqueue(ch taskqueue.Change) *group {
 	if n == 0 || !s.limit.admits(s.groups[n-1], grow, added) {
 		s.groups = append(s.groups, newGroup())
 		n++
-		grow, _ = s.limit.growth(&s.groups[n-1].batch, ch)
+		grow, added = s.limit.growth(&s.groups[n-1].batch, ch)
 	}
 	g := s.groups[n-1]
 	g.batch.Add(ch)
 	g.bytes += grow
+	s.waiting += added
 	g.round = s.round
 	s.newest = g
 	return g
@@ -200,6 +201,7 @@ func (s *datasetService) takeGroup() *group {
 	}
 	next := s.groups[0]
 	s.groups = s.groups[1:]
+	s.inFlight = true
 	return next
 }
 
@@ -214,6 +216,8 @@ func (s *datasetService) committed(g *group, err error) {
 		err = s.storeFailed(err)
 		s.failGroups(err)
 	}
+	s.waiting -= len(g.batch.Records)
+	s.inFlight = false
 	g.finish(err)
 }
 
@@ -231,6 +235,7 @@ func (s *datasetService) storeCommit(g *group) error {
 // durable. Called with s.mu held.
 func (s *datasetService) failGroups(err error) {
 	for _, g := range s.groups {
+		s.waiting -= len(g.batch.Records)
 		g.finish(err)
 	}
 	s.groups, s.newest = nil, nil

@@ -68,6 +68,9 @@ func startGated(t *testing.T, tasks int) (*Service, *gateStore) {
 	return s, store
 }
 
+// TestChangesMadeDuringACommitAreCommittedTogether: the dispatches made
+// while a commit is in flight wait, and are committed together in the
+// next; JobState counts what waits, the commit in flight included.
 func TestChangesMadeDuringACommitAreCommittedTogether(t *testing.T) {
 	s, store := startGated(t, 10)
 	first := getTasks(s, 1)
@@ -80,6 +83,9 @@ func TestChangesMadeDuringACommitAreCommittedTogether(t *testing.T) {
 	}
 	assertNoReply(t, first)
 	assertNoReply(t, rest)
+	if j := s.Jobs()[0]; j.CommitWaiting != 6 || j.CommitGroups != 2 {
+		t.Errorf("waiting: %d entries, %d commits; want 6 and 2", j.CommitWaiting, j.CommitGroups)
+	}
 	store.release <- nil
 	if r := <-first; r.err != nil {
 		t.Fatal(r.err)
@@ -99,6 +105,9 @@ func TestChangesMadeDuringACommitAreCommittedTogether(t *testing.T) {
 	}
 	if store.Commits() != 2 {
 		t.Fatalf("%d commits, want 2", store.Commits())
+	}
+	if j := s.Jobs()[0]; j.CommitWaiting != 0 || j.CommitGroups != 0 {
+		t.Errorf("once committed: %d entries, %d commits wait", j.CommitWaiting, j.CommitGroups)
 	}
 }
 

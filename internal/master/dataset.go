@@ -36,6 +36,8 @@ type datasetService struct {
 
 	limit      groupLimit // of each group: the store's transaction
 	groups     []*group   // changes waiting for the committer, oldest first
+	waiting    int        // entries of the groups queued and in flight
+	inFlight   bool       // the committer commits a group
 	newest     *group     // the group of the last change, until the committer stops
 	committing bool       // the committer runs (commitGroups)
 

@@ -178,6 +178,10 @@ type JobState struct {
 	// (RewindMark). The store keeps it with the pass, so a new leader
 	// shows the last rewind too.
 	Gen taskqueue.Generation
+	// CommitWaiting is the task entries of the changes made and not yet
+	// committed (the commit in flight included), and CommitGroups the
+	// commits they wait for: what a stalled etcd fsync leaves behind.
+	CommitWaiting, CommitGroups int
 }
 
 // GroupState is the group of ranks training a dataset's current pass
@@ -212,8 +216,17 @@ func (s *datasetService) Job() (JobState, bool) {
 		Todo: s.q.Count(taskqueue.Todo), Pending: s.q.Count(taskqueue.Pending),
 		Done: s.q.Count(taskqueue.Done), Failed: s.q.Count(taskqueue.Failed),
 		RecordsDone: s.q.DoneRecords(), Pieces: s.q.Pieces(), Discarded: s.q.FirstTasks(taskqueue.Failed, MaxShownDiscarded),
-		Group: s.groupState(), Gen: s.q.Gen(),
+		Group: s.groupState(), Gen: s.q.Gen(), CommitWaiting: s.waiting, CommitGroups: s.commitGroupsWaiting(),
 	}, true
+}
+
+// commitGroupsWaiting counts the groups queued, and the one in flight.
+// Called with s.mu held.
+func (s *datasetService) commitGroupsWaiting() int {
+	if s.inFlight {
+		return len(s.groups) + 1
+	}
+	return len(s.groups)
 }
 
 // groupState returns the group training the current pass, nil when none

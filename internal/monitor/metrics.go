@@ -34,7 +34,7 @@ func newMetrics() *metrics {
 		groupSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "trainmaster_commit_group_entries",
 			Help:    "Task entries written by one commit (changes committed together).",
-			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100, 200},
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 to 8,192: etcd's --max-txn-ops at most
 		}),
 		byResult: map[string]prometheus.Observer{},
 	}
@@ -98,6 +98,8 @@ var (
 	setRound       = desc("trainmaster_dataset_round", "The dataset's current round, from 0: each round runs its passes again.", "dataset")
 	setTasks       = desc("trainmaster_dataset_queue_tasks", "Tasks of the dataset's current pass in each queue.", "dataset", "queue")
 	setRecordsDone = desc("trainmaster_dataset_pass_records_done", "Records of the tasks done in the dataset's current pass.", "dataset")
+	setCommitWait  = desc("trainmaster_dataset_commit_waiting_entries", "Task entries of the dataset changed and not yet committed to etcd (the commit in flight included).", "dataset")
+	setCommitQueue = desc("trainmaster_dataset_commit_waiting_groups", "Commits the dataset's changes not yet committed wait for (the one in flight included).", "dataset")
 )
 
 // collector is the Monitor seen as a prometheus.Collector.
@@ -114,7 +116,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		checkpointsDesc, rewindsDesc, lastCheckpoint, lastCheckpointT, rdzvRound, rdzvNodes,
 		trainersDesc, trainersStalled, trainersTracked, trainersLeft, trainersRates, trainersHeld,
 		trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
-		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone} {
+		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone, setCommitWait, setCommitQueue} {
 		ch <- d
 	}
 }
@@ -162,6 +164,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(setTasks, float64(j.Done), j.Name, "done")
 		gauge(setTasks, float64(j.Failed), j.Name, "failed")
 		gauge(setRecordsDone, float64(j.RecordsDone), j.Name)
+		gauge(setCommitWait, float64(j.CommitWaiting), j.Name)
+		gauge(setCommitQueue, float64(j.CommitGroups), j.Name)
 	}
 	counter(recordsDesc, float64(cn.records))
 	counter(dispatchesDesc, float64(cn.dispatches))

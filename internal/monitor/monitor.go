@@ -384,6 +384,7 @@ func (m *Monitor) jobStatus(j master.JobState, now time.Time) *statusapi.JobStat
 		Dataset: j.Patterns, Files: j.Files, Chunks: j.Chunks, ChunksPerTask: j.ChunksPerTask, Tasks: j.Tasks,
 		Records: j.Records, Pass: j.Pass, Passes: j.Passes, AllDone: j.AllDone, Endless: j.Endless,
 		Todo: j.Todo, Pending: j.Pending, Done: j.Done, Failed: j.Failed, RecordsDone: j.RecordsDone, Pieces: j.Pieces,
+		CommitWaiting: j.CommitWaiting, CommitGroups: j.CommitGroups,
 		RecordsPerSecond: m.rate(j.Name, now),
 		Discarded:        []statusapi.DiscardedTask{},
 	}

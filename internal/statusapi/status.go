@@ -82,13 +82,18 @@ type JobStatus struct {
 	// Endless: the dataset runs pass after pass until the job is stopped
 	// (-passes 0, wire.Dataset.Endless); it has no job ETA, and its share
 	// done is the current pass's.
-	Endless          bool    `json:"endless,omitempty"`
-	Todo             int     `json:"todo"`
-	Pending          int     `json:"pending"`
-	Done             int     `json:"done"`
-	Failed           int     `json:"failed"`             // discarded for this pass
-	RecordsDone      int64   `json:"records_done"`       // this pass
-	Pieces           int     `json:"pieces,omitempty"`   // cut from stragglers in this pass, counted in the queues beside the tasks
+	Endless     bool  `json:"endless,omitempty"`
+	Todo        int   `json:"todo"`
+	Pending     int   `json:"pending"`
+	Done        int   `json:"done"`
+	Failed      int   `json:"failed"`           // discarded for this pass
+	RecordsDone int64 `json:"records_done"`     // this pass
+	Pieces      int   `json:"pieces,omitempty"` // cut from stragglers in this pass, counted in the queues beside the tasks
+	// CommitWaiting is the task entries changed and not yet committed to
+	// etcd, CommitGroups the commits they wait for (the one in flight
+	// included): a backlog behind a slow etcd.
+	CommitWaiting    int     `json:"commit_waiting,omitempty"`
+	CommitGroups     int     `json:"commit_groups,omitempty"`
 	RecordsPerSecond float64 `json:"records_per_second"` // finishes of this dataset, over the last minute
 	// PassETASeconds and JobETASeconds are the time left to the end of
 	// this pass and of the last (of the current round) at the dataset's
