@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pkg/errors"
+
+	"github.com/trainmaster/master/internal/proc"
 )
 
 // The paced mode (RunPaced) measures the master as a large job uses it:
@@ -125,7 +127,7 @@ func (c Config) pacedDefaults() (Config, error) {
 			return c, errors.Errorf("masterbench: trainers must be positive, not %d", n)
 		}
 	}
-	return c, checkDescriptors(slices.Max(c.Paced), descriptorLimit())
+	return c, checkDescriptors(slices.Max(c.Paced), proc.FileLimit())
 }
 
 // RunPaced measures each number of trainers of Config.Paced.

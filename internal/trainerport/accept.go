@@ -1,7 +1,6 @@
 package trainerport
 
 import (
-	"bufio"
 	"net"
 	"net/rpc"
 	"syscall"
@@ -145,40 +144,33 @@ func (sv *Server) admit(raw net.Conn) {
 	go sv.serveConn(c)
 }
 
-// serveConn serves one tracked connection until it ends.
+// serveConn serves one tracked connection: the TLS handshake, if any,
+// then its requests (requests.go).
 func (sv *Server) serveConn(c *trainerConn) {
-	defer sv.wg.Done()
-	defer sv.untrack(c)
 	c.opened()
-	defer c.closed()
-	defer c.close()
 	c.watchIdle(sv.cfg.Limits.IdleTimeout)
 	if sv.cfg.TLS != nil {
 		if err := c.secure(sv.cfg.TLS); err != nil {
 			c.warn("refused a trainer connection: TLS handshake failed", logrus.Fields{"error": err.Error()})
+			c.end()
 			return
 		}
 	}
-	codec, err := sv.codec(c)
-	if err != nil {
-		return // the client left before sending anything
-	}
-	sv.rpc.ServeCodec(codec)
+	c.in = newConnReader(c.rw)
+	c.readNext() // in a goroutine of its own: the handshake's stack is left behind
 }
 
-// codec is the codec of c, within the limits: JSON-RPC when the first byte
-// the client sends opens a JSON object, gob otherwise (json.go).
-func (sv *Server) codec(c *trainerConn) (*limitedCodec, error) {
-	in := bufio.NewReader(c.rw)
-	first, err := in.Peek(1)
-	if err != nil {
-		return nil, err
-	}
+// codec is the codec of c, within the limits, for a client whose first
+// byte is first: JSON-RPC when it opens a JSON object, gob otherwise
+// (json.go).
+func (sv *Server) codec(c *trainerConn, first byte) *limitedCodec {
 	var codec rpc.ServerCodec
-	if first[0] == jsonOpening {
-		codec = newJSONCodec(in, c.rw, sv.cfg.Limits.MaxRequestBytes)
+	if first == jsonOpening {
+		codec = newJSONCodec(c.in, c.rw, sv.cfg.Limits.MaxRequestBytes)
 	} else {
-		codec = newGobCodec(newGobFrames(in, sv.cfg.Limits.MaxRequestBytes), c.rw)
+		codec = newGobCodec(newGobFrames(c.in, sv.cfg.Limits.MaxRequestBytes), c.rw)
 	}
-	return newLimitedCodec(codec, c, sv.cfg.Limits.MaxInflight), nil
+	lc := newLimitedCodec(codec, c, sv.cfg.Limits.MaxInflight)
+	lc.bodyRead = c.readNext
+	return lc
 }

@@ -39,10 +39,19 @@ type limitedCodec struct {
 	slots chan struct{} // one element per call awaiting its reply
 	large chan struct{} // holds one element while a large call awaits its reply
 
+	// bodyRead, if set, is called once each request's argument has been
+	// read (or dropped): the connection's next request may be read.
+	bodyRead func()
+
 	// The call being read, between its header and its argument: only the
-	// connection's goroutine, which reads, uses them.
+	// connection's reading goroutine uses them.
 	method string // as the client sent it
 	auth   bool   // a call of Authenticate
+
+	// writing is held while a reply is written: the replies of a
+	// connection's calls, which net/rpc's ServeRequest sends from each
+	// call's goroutine, go out one at a time.
+	writing sync.Mutex
 
 	mu    sync.Mutex      // guards the fields below
 	last  uint64          // the codec's number of the last call read; from 1
@@ -92,6 +101,48 @@ func (c *limitedCodec) ReadRequestHeader(r *rpc.Request) error {
 }
 
 func (c *limitedCodec) acquire() error { return c.take(c.slots) }
+
+// awaitSlot waits until a request can be read within MaxInflight, without
+// taking the slot (ReadRequestHeader does): the connection waits for its
+// next request only then, and reads nothing meanwhile. Only the reading
+// goroutine takes slots, so the slot stays free until it does.
+func (c *limitedCodec) awaitSlot() error {
+	if err := c.acquire(); err != nil {
+		return err
+	}
+	<-c.slots
+	return nil
+}
+
+// requestAwaiter is a codec that can wait for the next request without
+// reading it: an idle connection then waits in a short stack, not in the
+// depths of its decoder (requests.go).
+type requestAwaiter interface{ awaitRequest() error }
+
+// decoderReleaser is a codec whose decoder an idle connection gives back
+// (gobtypes.go).
+type decoderReleaser interface {
+	releasable() bool
+	release()
+}
+
+// releasable says whether the codec holds a decoder an idle connection
+// gives back.
+func (c *limitedCodec) releasable() bool {
+	r, ok := c.ServerCodec.(decoderReleaser)
+	return ok && r.releasable()
+}
+
+// release gives the codec's decoder back.
+func (c *limitedCodec) release() { c.ServerCodec.(decoderReleaser).release() }
+
+// awaitRequest waits for the next request, if the codec can.
+func (c *limitedCodec) awaitRequest() error {
+	if awaiter, ok := c.ServerCodec.(requestAwaiter); ok {
+		return awaiter.awaitRequest()
+	}
+	return nil
+}
 
 // take puts an element in slots, waiting for room, unless the connection
 // is stopped.
@@ -143,6 +194,9 @@ func (c *limitedCodec) ended(own uint64) (inner sent, heldLarge bool) {
 // skipped, and its error is the answer. A nil body is net/rpc dropping the
 // argument of a call it cannot serve (no such method).
 func (c *limitedCodec) ReadRequestBody(body any) error {
+	if c.bodyRead != nil {
+		defer c.bodyRead()
+	}
 	if err := c.takeLarge(); err != nil {
 		return err
 	}
@@ -169,5 +223,7 @@ func (c *limitedCodec) WriteResponse(r *rpc.Response, body any) error {
 	if heldLarge {
 		defer func() { <-c.large }()
 	}
+	c.writing.Lock()
+	defer c.writing.Unlock()
 	return c.ServerCodec.WriteResponse(r, body)
 }

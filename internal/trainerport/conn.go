@@ -16,7 +16,7 @@ import (
 // calls in flight and the time of the last byte received (for the idle
 // timer), and the switch that stops reading it. Stopping is graceful:
 // nothing more is read, the calls already read get their replies, then
-// net/rpc closes the connection.
+// the connection's last goroutine closes it (requests.go).
 type trainerConn struct {
 	raw    net.Conn // as accepted
 	rw     net.Conn // what the codec reads and writes: raw, or TLS over it
@@ -33,9 +33,14 @@ type trainerConn struct {
 	idleMu   sync.Mutex   // guards idle
 	idle     *time.Timer  // nil without an idle timeout
 
-	// Owned by the connection's goroutine, which reads its requests.
+	// Owned by the connection's reading goroutine: one at a time, each
+	// starting the next (requests.go).
+	in            *connReader   // set once the handshake, if any, is done
+	codec         *limitedCodec // chosen by the first byte received
 	authenticated bool
 	names         []string // trainer names its calls carried, at most MaxNamesPerConn
+
+	serving atomic.Int32 // the goroutines serving the connection (requests.go)
 
 	// Set by secure, before the first request is read: the client's
 	// verified certificate, if any, binds the trainer names its calls may
@@ -141,6 +146,7 @@ func (c *trainerConn) callEnded() {
 func (c *trainerConn) headerFailed(err error) error {
 	var tooLarge *RequestTooLargeError
 	switch {
+	case err == nil:
 	case c.life.Err() != nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 	case errors.As(err, &tooLarge):
 		c.warn("closing a connection: request header over -max-request-bytes", logrus.Fields{"bytes": tooLarge.Size, "limit": tooLarge.Limit})

@@ -44,7 +44,12 @@
 //     checked.
 //   - Limits (Limits): connections, idle time, request size and calls in
 //     flight per connection are bounded; what is refused is logged, rate
-//     limited.
+//     limited. The connections' default bound comes from the process's
+//     file limit (DefaultMaxConns).
+//   - Idle connections: a connection waiting for its next request holds
+//     one goroutine on the runtime's smallest stack and no buffer, and a
+//     gob connection idle for a second gives its decoder back (connio.go,
+//     requests.go, gobtypes.go).
 //   - Events: a Listener hears of each connection it serves: opened,
 //     carrying a trainer's name (the argument of a call is a wire.Caller),
 //     closed once its calls are answered.

@@ -14,9 +14,10 @@ import "slices"
 // when its decoded argument is a wire.Caller naming one; ConnCarries is
 // called before the call reaches its receiver.
 //
-// The events of one connection come from its own goroutine, those of
-// different connections concurrently; a Listener must not block long, for
-// its connection is not read meanwhile.
+// The events of one connection come one after the other, from the
+// goroutines that serve it, those of different connections concurrently;
+// a Listener must not block long, for its connection is not read
+// meanwhile.
 type Listener interface {
 	ConnOpened(conn uint64, remote string)
 	ConnCarries(conn uint64, trainer string)
@@ -36,7 +37,7 @@ func (c *trainerConn) opened() {
 }
 
 // carries notes that a call on c carried trainer's name, and tells the
-// listeners when it is a new one. Only c's goroutine calls it.
+// listeners when it is a new one. Only c's reading goroutine calls it.
 func (c *trainerConn) carries(trainer string) {
 	if trainer == "" || len(c.names) >= MaxNamesPerConn || slices.Contains(c.names, trainer) {
 		return

@@ -1,7 +1,6 @@
 package trainerport
 
 import (
-	"bufio"
 	"encoding/gob"
 	"fmt"
 	"io"
@@ -15,31 +14,38 @@ import (
 // rpc.Request then its argument, a reply an rpc.Response then its result.
 // Unlike rpc.ServeConn it decodes from any reader, so that gobFrames can
 // sit under its decoder. A reply that cannot be encoded whole closes the
-// connection: the stream would be out of step.
+// connection: the stream would be out of step. Its decoder is given back
+// while the connection is idle (gobtypes.go).
 type gobCodec struct {
 	frames *gobFrames
-	dec    *gob.Decoder
+	dec    *gob.Decoder // nil until a request is read, and while given back
 	enc    *gob.Encoder
-	out    *bufio.Writer
+	out    *replyWriter
 	closer io.Closer
 }
 
 func newGobCodec(in *gobFrames, conn io.WriteCloser) *gobCodec {
-	out := bufio.NewWriter(conn)
-	return &gobCodec{frames: in, dec: gob.NewDecoder(in), enc: gob.NewEncoder(out), out: out, closer: conn}
+	out := &replyWriter{conn: conn}
+	return &gobCodec{frames: in, enc: gob.NewEncoder(out), out: out, closer: conn}
 }
+
+// awaitRequest waits for the first byte of the next request (see
+// connReader.await): the decoder reads no further than the messages it
+// decodes, so what the client sent and gob did not read is in the reader.
+func (c *gobCodec) awaitRequest() error { return c.frames.in.await() }
 
 // nextBodyBytes is the size of the message the argument's decoding starts
 // with: the argument itself, or the description of its type the first time
 // the connection sends one.
 func (c *gobCodec) nextBodyBytes() int { return c.frames.nextSize() }
 
-func (c *gobCodec) ReadRequestHeader(r *rpc.Request) error { return c.dec.Decode(r) }
+func (c *gobCodec) ReadRequestHeader(r *rpc.Request) error { return c.decode(r) }
 
 // ReadRequestBody decodes the argument; a nil body reads and drops it.
-func (c *gobCodec) ReadRequestBody(body any) error { return c.dec.Decode(body) }
+func (c *gobCodec) ReadRequestBody(body any) error { return c.decode(body) }
 
 func (c *gobCodec) WriteResponse(r *rpc.Response, body any) error {
+	defer c.out.drop()
 	if err := c.encode(r, body); err != nil {
 		c.closer.Close()
 		return err
@@ -54,7 +60,7 @@ func (c *gobCodec) encode(r *rpc.Response, body any) error {
 	if err := c.enc.Encode(body); err != nil {
 		return errors.Wrap(err, "master: encode reply")
 	}
-	return errors.Wrap(c.out.Flush(), "master: send reply")
+	return errors.Wrap(c.out.flush(), "master: send reply")
 }
 
 func (c *gobCodec) Close() error { return c.closer.Close() }
@@ -88,22 +94,26 @@ var errUnframed = errors.New("master: not a gob stream (bad message length)")
 // It implements io.ByteReader so that gob reads from it directly instead of
 // through a buffer of its own, which would read ahead of the boundaries.
 type gobFrames struct {
-	in      *bufio.Reader
+	in      *connReader
 	max     uint64
 	left    uint64  // bytes of the current message not passed on yet
 	head    []byte  // the current message's length prefix not passed on yet
 	skip    uint64  // bytes of a refused message still to drop
 	buf     [9]byte // holds head
 	pending error   // the error of a length read by nextSize, for the next Read
+	types   typeLog // the type definitions passed on, for a decoder made again (gobtypes.go)
 }
 
-func newGobFrames(in *bufio.Reader, max int) *gobFrames {
+func newGobFrames(in *connReader, max int) *gobFrames {
 	return &gobFrames{in: in, max: uint64(max)}
 }
 
 func (f *gobFrames) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if n := f.types.replay(p); n > 0 {
+		return n, nil
 	}
 	if err := f.pending; err != nil {
 		f.pending = nil
@@ -121,6 +131,7 @@ func (f *gobFrames) Read(p []byte) (int, error) {
 	}
 	n, err := f.in.Read(p[:min(uint64(len(p)), f.left)])
 	f.left -= uint64(n)
+	f.types.passed(p[:n])
 	return n, err
 }
 
@@ -148,7 +159,7 @@ func (f *gobFrames) nextSize() int {
 // the next one and refuses it if it is over max.
 func (f *gobFrames) next() error {
 	if f.skip > 0 {
-		n, err := f.in.Discard(int(f.skip))
+		n, err := f.in.discard(int(f.skip))
 		f.skip -= uint64(n)
 		if err != nil {
 			return unexpected(err)
@@ -163,6 +174,7 @@ func (f *gobFrames) next() error {
 		return &RequestTooLargeError{Size: size, Limit: f.max}
 	}
 	f.head, f.left = f.buf[:width], size
+	f.types.begin(f.head, size, f.in)
 	return nil
 }
 

@@ -43,15 +43,20 @@ func (everyWarning) Log(log logrus.FieldLogger, level logrus.Level, fields logru
 }
 
 // Server serves the receivers registered with it on a listener. What it
-// promises: one goroutine per connection, within Limits whatever a client
-// sends; Serve keeps accepting through accept errors that pass and returns
-// the others; Close waits for every connection it accepted.
+// promises: one goroutine per connection and one per call in flight,
+// within Limits whatever a client sends (requests.go); Serve keeps
+// accepting through accept errors that pass and returns the others; Close
+// waits for every connection it accepted.
 type Server struct {
 	cfg      Config
 	gate     *tokenGate
 	log      logrus.FieldLogger
 	warnings Warnings    // the connection-level warnings (trainerConn.warn)
 	rpc      *rpc.Server // the registered receivers and authReceiver, shared by every connection
+	// decoderIdle is how long a gob connection waits for its next request
+	// before it gives its decoder back: decoderIdle (gobtypes.go), but in
+	// tests.
+	decoderIdle time.Duration
 
 	// mu guards the fields below. Registration ends when Serve starts:
 	// connections read services and listeners without it.
@@ -83,7 +88,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.Warnings = everyWarning{}
 	}
 	sv := &Server{cfg: cfg, gate: newTokenGate(cfg.Token), log: cfg.Log, warnings: cfg.Warnings,
-		rpc: rpc.NewServer(), services: map[string]bool{}, closed: make(chan struct{}), conns: map[*trainerConn]struct{}{}}
+		rpc: rpc.NewServer(), decoderIdle: decoderIdle, services: map[string]bool{}, closed: make(chan struct{}), conns: map[*trainerConn]struct{}{}}
 	if err := sv.rpc.RegisterName(authService, authReceiver{}); err != nil {
 		return nil, errors.Wrap(err, "master: register rpc service")
 	}
@@ -149,7 +154,7 @@ const closeGrace = 2 * time.Second
 func (sv *Server) Close() {
 	conns := sv.shut()
 	for c := range conns {
-		c.stopReading() // net/rpc sends the pending replies, then closes
+		c.stopReading() // the calls in flight send their replies, then the connection closes
 	}
 	if !waitFor(&sv.wg, closeGrace) {
 		for c := range conns {

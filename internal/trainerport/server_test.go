@@ -261,7 +261,7 @@ func servingGoroutines() int {
 	stacks := string(buf[:runtime.Stack(buf, true)])
 	n := 0
 	for _, g := range strings.Split(stacks, "\n\n") {
-		if strings.Contains(g, "net/rpc.(*Server).ServeCodec") || strings.Contains(g, "trainerport.(*Server).Serve.func") {
+		if strings.Contains(g, "trainerport.(*Server).serveConn") || strings.Contains(g, "trainerport.(*trainerConn).serveNext") {
 			n++
 		}
 	}

@@ -159,16 +159,25 @@ func Within(call *rpc.Call, limit time.Duration) error {
 	}
 }
 
-// JSONSession writes each line as typed to a new connection to addr and
-// returns the replies, one decoded object per line.
-func JSONSession(t testing.TB, addr string, lines ...string) []map[string]any {
+// Dial opens a connection to addr whose reads and writes fail after
+// limit; it is closed when the test ends.
+func Dial(t testing.TB, addr string, limit time.Duration) net.Conn {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(limit))
+	return conn
+}
+
+// JSONSession writes each line as typed to a new connection to addr and
+// returns the replies, one decoded object per line.
+func JSONSession(t testing.TB, addr string, lines ...string) []map[string]any {
+	t.Helper()
+	conn := Dial(t, addr, 10*time.Second)
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	dec := json.NewDecoder(bufio.NewReader(conn))
 	var replies []map[string]any
 	for _, line := range lines {
