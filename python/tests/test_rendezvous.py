@@ -28,7 +28,7 @@ def agent(procs, addr: str, nnodes: str, steps: int, run_id: str = "job-1", grac
 def elastic_agent(procs, addr: str, nnodes: str, worker: List[str], *, run_id: str, grace: int, last_call: int = 1):
     """python -m trainmaster.run: an agent of one node with one worker,
     which restarts it up to 5 times."""
-    env = {"PYTHONPATH": str(ROOT / "python"), "OMP_NUM_THREADS": "1"}
+    env = {"PYTHONPATH": str(ROOT / "python"), "OMP_NUM_THREADS": "1", "LOGLEVEL": "INFO"}
     return procs(sys.executable, "-m", "trainmaster.run", "--nnodes", nnodes, "--nproc_per_node", "1",
                  "--max_restarts", "5", "--monitor_interval", "0.5", "--rdzv_backend", "trainmaster",
                  "--rdzv_endpoint", addr, "--rdzv_id", run_id, "--rdzv_conf", f"last_call={last_call},grace={grace}",
@@ -110,7 +110,12 @@ def test_the_leading_master_killed_during_a_round(procs, master, etcd):
     standby.wait_for(r"leading: serving trainers", timeout=30)
     third = agent(procs, endpoint, "3:3", 5, grace=6)
     for a in first + [third]:
-        a.wait_for(r"worker rank \d of 3: 5 steps done", timeout=90)
+        try:
+            a.wait_for(r"worker rank \d of 3: 5 steps done", timeout=90)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nthe agents:\n" + "\n--\n".join("".join(b.lines[-25:]) for b in first + [third]) +
+                                 "\nthe dead leader:\n" + "".join(leader.lines[-15:]) +
+                                 "\nthe standby:\n" + "".join(standby.lines[-40:])) from None
         assert a.p.wait(30) == 0, "".join(a.lines[-30:])
     log = "".join(standby.lines)
     assert re.search(r"rendezvous job-1: node \S+ joined round 0 \(3 nodes, 3 to 3 wanted\)", log), log[-3000:]

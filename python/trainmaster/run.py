@@ -12,6 +12,8 @@ the run (trainmaster.rendezvous).
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import sys
 from typing import List, Optional
@@ -38,6 +40,9 @@ def _std_from_str(cls, vm: str):
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    # The rendezvous' own lines (trainmaster's logger) at the level torch's
+    # elastic agent takes from LOGLEVEL (WARNING unless set).
+    logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING").upper(), format="%(asctime)s %(name)s: %(message)s")
     mp_api.Std.from_str = classmethod(_std_from_str)
     rendezvous_handler_registry.register(BACKEND, create_handler)
     torchrun.main(argv if argv is not None else sys.argv[1:])
