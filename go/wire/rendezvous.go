@@ -70,6 +70,11 @@ type RendezvousJoin struct {
 	MinNodes, MaxNodes int
 	LastCallMs         int64 // how long a round with MinNodes waits for more
 	GraceMs            int64 // how long a node may go without polling
+	// Attempt numbers the agent's calls for a round (next_rendezvous),
+	// from 1: a Join whose node is in the run under the same token and
+	// Attempt is a retry of one answered before (its reply lost, perhaps
+	// to a failover), and changes nothing. 0: every Join is a new one.
+	Attempt int64
 }
 
 // RendezvousPublish is what Rendezvous.Publish carries: the address

@@ -48,6 +48,7 @@ type memberValue struct {
 	Token   string `json:"token"`
 	Rank    int    `json:"rank"`
 	Waiting bool   `json:"waiting,omitempty"`
+	Attempt int64  `json:"attempt,omitempty"`
 }
 
 type changeValue struct {
@@ -63,7 +64,7 @@ func (c *Catalog) SaveRun(ctx context.Context, id string, run rendezvous.Run) er
 		Config: runConfigValue{Min: run.Config.MinNodes, Max: run.Config.MaxNodes, LastCallMs: run.Config.LastCall.Milliseconds(), GraceMs: run.Config.Grace.Milliseconds()},
 		Last:   changeValue{At: run.Last.At, Why: run.Last.Why}, Members: map[string]memberValue{}}
 	for name, m := range run.Members {
-		v.Members[name] = memberValue{Token: m.Token, Rank: m.Rank, Waiting: m.Waiting}
+		v.Members[name] = memberValue{Token: m.Token, Rank: m.Rank, Waiting: m.Waiting, Attempt: m.Attempt}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -124,7 +125,7 @@ func decodeRun(b []byte) (rendezvous.Run, error) {
 		if m.Rank < -1 || m.Rank >= len(v.Members) {
 			return rendezvous.Run{}, errors.Errorf("member %s: rank %d of %d members", name, m.Rank, len(v.Members))
 		}
-		run.Members[name] = rendezvous.Member{Token: m.Token, Rank: m.Rank, Waiting: m.Waiting}
+		run.Members[name] = rendezvous.Member{Token: m.Token, Rank: m.Rank, Waiting: m.Waiting, Attempt: m.Attempt}
 	}
 	return run, nil
 }

@@ -28,7 +28,7 @@ func TestRunsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := run.Join(now, "a", "token-a", cfg); err != nil { // a waits for round 1
+	if err := run.JoinAttempt(now, "a", "token-a", 2, cfg); err != nil { // a waits for round 1
 		t.Fatal(err)
 	}
 	if err := cat.SaveRun(ctx, "job/7", run); err != nil {
@@ -37,7 +37,7 @@ func TestRunsRoundTrip(t *testing.T) {
 	runs, err := cat.LoadRuns(ctx)
 	got := runs["job/7"]
 	if err != nil || len(runs) != 1 || got.Round != 0 || !got.Complete || got.Config != cfg || got.Last != run.Last ||
-		got.Members["b"].Rank != 1 || !got.Members["a"].Waiting || got.Members["c"].Token != "token-c" || !got.Members["c"].Seen.IsZero() {
+		got.Members["b"].Rank != 1 || !got.Members["a"].Waiting || got.Members["c"].Token != "token-c" || !got.Members["c"].Seen.IsZero() || got.Members["a"].Attempt != 2 {
 		t.Fatalf("loaded %+v %v, want %+v", runs, err, run)
 	}
 	resp, err := cli.Get(ctx, "/job/rendezvous/job/7")

@@ -57,6 +57,7 @@ type Member struct {
 	Rank    int // its rank once the round is complete; -1 before
 	Waiting bool
 	Seen    time.Time // its last call
+	Attempt int64     // the Join it came with (wire.RendezvousJoin.Attempt)
 }
 
 // Change is what a run's last change was, for people.
@@ -152,6 +153,20 @@ func (r *Run) View(node string) View {
 // complete round leaves it out until it ends. cfg must be the run's. A
 // run that is Over begins anew, at the next round.
 func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
+	return r.JoinAttempt(now, node, token, 0, cfg)
+}
+
+// JoinAttempt is Join numbered by the agent (attempt, from 1): a Join of a
+// member under its token and attempt is a retry of one already applied,
+// whose reply was lost, and changes nothing but its heartbeat. Without it,
+// a retry reaching the master after the round completed would take the
+// node out of the round its agent is about to train in.
+func (r *Run) JoinAttempt(now time.Time, node, token string, attempt int64, cfg Config) error {
+	if m, ok := r.Members[node]; ok && attempt != 0 && m.Attempt == attempt && m.Token == token && !r.Closed {
+		m.Seen = now
+		r.Members[node] = m
+		return nil
+	}
 	if r.Over(now) {
 		was := r.Last
 		*r = Run{Round: r.Round + 1, Members: map[string]Member{}}
@@ -184,10 +199,10 @@ func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
 		if _, ok := r.Members[node]; !ok && waiting >= MaxNodes {
 			return wire.WithKind(ErrFull, errors.Errorf("%d nodes wait for round %d of the run already", waiting, r.Round+1))
 		}
-		r.put(node, Member{Token: token, Rank: -1, Waiting: true, Seen: now})
+		r.put(node, Member{Token: token, Rank: -1, Waiting: true, Seen: now, Attempt: attempt})
 		r.change(now, "node %s waits for round %d", node, r.Round+1)
 	default:
-		r.put(node, Member{Token: token, Rank: -1, Seen: now})
+		r.put(node, Member{Token: token, Rank: -1, Seen: now, Attempt: attempt})
 		r.change(now, "node %s joined round %d (%d nodes, %d to %d wanted)", node, r.Round, participants+1, r.Config.MinNodes, r.Config.MaxNodes)
 		r.formed(now)
 	}

@@ -301,3 +301,28 @@ func TestAPollOfARunNotDueChangesNothingButItsHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// TestARetriedJoinChangesNothing: a Join the agent retries (its reply
+// lost, say to a failover) after its round completed leaves the node in
+// the round; the agent's next round, a new attempt, takes it out.
+func TestARetriedJoinChangesNothing(t *testing.T) {
+	cfg33 := Config{MinNodes: 3, MaxNodes: 3, LastCall: time.Second, Grace: time.Minute}
+	var r Run
+	for i, n := range []string{"a", "b", "c"} {
+		if err := r.JoinAttempt(at(float64(i)), n, "token-"+n, 1, cfg33); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.JoinAttempt(at(5), "b", "token-b", 1, cfg33); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.View("b"); !v.Complete || !v.Participant || v.World != 3 || r.Members["b"].Seen != at(5) {
+		t.Fatalf("after a retried join: %+v, member %+v", v, r.Members["b"])
+	}
+	if err := r.JoinAttempt(at(6), "b", "token-b", 2, cfg33); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.View("b"); !v.Queued || v.Participant {
+		t.Fatalf("after the agent's next round: %+v", v)
+	}
+}

@@ -104,11 +104,14 @@ def test_the_leading_master_killed_during_a_round(procs, master, etcd):
     leader, _ = master()
     standby, _ = master(wait=False)
     endpoint = "etcd://" + etcd.split("://", 1)[1]
-    first = [agent(procs, endpoint, "3:3", 5, grace=6) for _ in range(2)]
+    # The handler's default grace: after the failover an agent may back
+    # off for up to 5 s between its calls (Calls.max_backoff), so a grace
+    # of a few seconds may drop it from the round the standby restored.
+    first = [agent(procs, endpoint, "3:3", 5, grace=15) for _ in range(2)]
     leader.wait_for(r"rendezvous job-1: node \S+ joined round 0 \(2 nodes, 3 to 3 wanted\)", timeout=60)
     leader.p.send_signal(signal.SIGKILL)
     standby.wait_for(r"leading: serving trainers", timeout=30)
-    third = agent(procs, endpoint, "3:3", 5, grace=6)
+    third = agent(procs, endpoint, "3:3", 5, grace=15)
     for a in first + [third]:
         try:
             a.wait_for(r"worker rank \d of 3: 5 steps done", timeout=90)

@@ -57,6 +57,7 @@ class MasterRendezvousHandler(RendezvousHandler):
         self._poll_interval = poll_interval
         self._store: Optional[Store] = None  # the round's store; rank 0's hosts it
         self._view: Dict[str, Any] = {}
+        self._attempt = 0  # numbers this agent's rounds: a Join retried after a failover is known as one
         self._beat: Optional[threading.Event] = None
 
     # The calls, each carrying the node and its token.
@@ -88,8 +89,9 @@ class MasterRendezvousHandler(RendezvousHandler):
     def next_rendezvous(self) -> Tuple[Store, int, int]:
         self._stop_heartbeats()
         self._store = None
+        self._attempt += 1
         deadline = time.monotonic() + self._join_timeout
-        view = self._call("Join", **self._shape)
+        view = self._call("Join", **self._shape, Attempt=self._attempt)
         while not (view["Complete"] and view["Participant"]):
             if time.monotonic() > deadline:
                 raise RendezvousTimeoutError(f"node {self._node}: no round of run {self._run_id} within "
@@ -97,7 +99,7 @@ class MasterRendezvousHandler(RendezvousHandler):
             if view["Closed"]:
                 raise RendezvousClosedError(f"run {self._run_id} is closed")
             if not view["Participant"] and not view["Queued"] and not view["Complete"]:
-                view = self._call("Join", **self._shape)  # dropped, or left out of a full round that is over
+                view = self._call("Join", **self._shape, Attempt=self._attempt)  # dropped, or left out of a full round
                 continue
             time.sleep(self._poll_interval)
             view = self._poll()
