@@ -51,7 +51,7 @@ const cutSuffix = "... (12345678901234567890 bytes, cut to 12345678901234567890 
 // entryFrame is what an entry's encoding holds besides its numbers and
 // strings, at its longest: every field's name, the longest queue, both
 // times at their longest. It is measured on an entry with each of its 16
-// numbers 0 (one digit each, counted again by RecordBytes) and a trainer
+// numbers 0 or 1 (one digit each, counted again by RecordBytes) and a trainer
 // and reason of one byte each (counted again too).
 var entryFrame = func() int {
 	longest := time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)

@@ -24,11 +24,11 @@ func TestRunsRoundTrip(t *testing.T) {
 	cfg := rendezvous.Config{MinNodes: 2, MaxNodes: 3, LastCall: 10 * time.Second, Grace: 30 * time.Second}
 	var run rendezvous.Run
 	for _, node := range []string{"a", "b", "c"} {
-		if err := run.Join(now, node, "token-"+node, cfg); err != nil {
+		if err := run.Join(now, node, "token-"+node, 0, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := run.JoinAttempt(now, "a", "token-a", 2, cfg); err != nil { // a waits for round 1
+	if err := run.Join(now, "a", "token-a", 2, cfg); err != nil { // a waits for round 1
 		t.Fatal(err)
 	}
 	if err := cat.SaveRun(ctx, "job/7", run); err != nil {

@@ -97,7 +97,7 @@ func (s *Service) RendezvousJoin(ctx context.Context, j wire.RendezvousJoin) (wi
 	cfg := rendezvous.Config{MinNodes: j.MinNodes, MaxNodes: j.MaxNodes,
 		LastCall: time.Duration(j.LastCallMs) * time.Millisecond, Grace: time.Duration(j.GraceMs) * time.Millisecond}
 	return s.onRun(ctx, j.RendezvousPoll, func(run *rendezvous.Run, now time.Time) error {
-		return run.JoinAttempt(now, j.Node, j.Token, j.Attempt, cfg)
+		return run.Join(now, j.Node, j.Token, j.Attempt, cfg)
 	})
 }
 

@@ -27,7 +27,7 @@ func TestRendezvousOfAnySource(t *testing.T) {
 	cfg := rendezvous.Config{MinNodes: 2, MaxNodes: 3, LastCall: time.Second, Grace: time.Minute}
 	var run rendezvous.Run
 	for _, node := range []string{"b", "a", "a", "c"} { // a joins again, and c joins: both wait for round 1
-		if err := run.Join(t0, node, "t-"+node, cfg); err != nil {
+		if err := run.Join(t0, node, "t-"+node, 0, cfg); err != nil {
 			t.Fatal(err)
 		}
 		run.Tick(t0.Add(time.Second))

@@ -151,17 +151,13 @@ func (r *Run) View(node string) View {
 // Join has node leave the round it took part in, if any, and join the
 // round being formed, or wait for the next while one is complete; a full
 // complete round leaves it out until it ends. cfg must be the run's. A
-// run that is Over begins anew, at the next round.
-func (r *Run) Join(now time.Time, node, token string, cfg Config) error {
-	return r.JoinAttempt(now, node, token, 0, cfg)
-}
-
-// JoinAttempt is Join numbered by the agent (attempt, from 1): a Join of a
-// member under its token and attempt is a retry of one already applied,
-// whose reply was lost, and changes nothing but its heartbeat. Without it,
-// a retry reaching the master after the round completed would take the
-// node out of the round its agent is about to train in.
-func (r *Run) JoinAttempt(now time.Time, node, token string, attempt int64, cfg Config) error {
+// run that is Over begins anew, at the next round. attempt numbers the
+// agent's Joins (wire.RendezvousJoin.Attempt, from 1; 0: none): a Join
+// of a member under its token and attempt is a retry of one already
+// applied, whose reply was lost, and changes nothing but its heartbeat.
+// Without it, a retry reaching the master after the round completed
+// would take the node out of the round its agent is about to train in.
+func (r *Run) Join(now time.Time, node, token string, attempt int64, cfg Config) error {
 	if m, ok := r.Members[node]; ok && attempt != 0 && m.Attempt == attempt && m.Token == token && !r.Closed {
 		m.Seen = now
 		r.Members[node] = m

@@ -19,7 +19,7 @@ var cfg23 = Config{MinNodes: 2, MaxNodes: 3, LastCall: 10 * time.Second, Grace: 
 func join(t *testing.T, r *Run, secs float64, nodes ...string) {
 	t.Helper()
 	for _, n := range nodes {
-		if err := r.Join(at(secs), n, "token-"+n, cfg23); err != nil {
+		if err := r.Join(at(secs), n, "token-"+n, 0, cfg23); err != nil {
 			t.Fatalf("join %s: %v", n, err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var r Run
 			join(t, &r, 0, "a")
-			err := r.Join(at(5), tc.node, tc.token, tc.cfg)
+			err := r.Join(at(5), tc.node, tc.token, 0, tc.cfg)
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.wantText) {
 				t.Fatalf("error %v, want %v with %q", err, tc.want, tc.wantText)
 			}
@@ -172,7 +172,7 @@ func TestRefusals(t *testing.T) {
 	t.Run("another token once the node is past its grace", func(t *testing.T) {
 		var r Run
 		join(t, &r, 0, "a")
-		if err := r.Join(at(31), "a", "new", cfg23); err != nil || r.Members["a"].Token != "new" {
+		if err := r.Join(at(31), "a", "new", 0, cfg23); err != nil || r.Members["a"].Token != "new" {
 			t.Fatalf("error %v, member %+v", err, r.Members["a"])
 		}
 	})
@@ -180,7 +180,7 @@ func TestRefusals(t *testing.T) {
 		var r Run
 		join(t, &r, 0, "a")
 		r.Close(at(1), "the job finished")
-		if err := r.Join(at(2), "b", "t", cfg23); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "the job finished") {
+		if err := r.Join(at(2), "b", "t", 0, cfg23); !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "the job finished") {
 			t.Fatalf("join after close: %v", err)
 		}
 		if v := poll(t, &r, 2, "a"); !v.Closed {
@@ -190,16 +190,16 @@ func TestRefusals(t *testing.T) {
 	t.Run("a flood of waiting nodes", func(t *testing.T) {
 		r := Run{}
 		one := Config{MinNodes: 1, MaxNodes: 2, Grace: time.Hour}
-		if err := r.Join(t0, "a", "t", one); err != nil {
+		if err := r.Join(t0, "a", "t", 0, one); err != nil {
 			t.Fatal(err)
 		}
 		r.Tick(t0)
 		for i := range MaxNodes {
-			if err := r.Join(t0, fmt.Sprint("w", i), "t", one); err != nil {
+			if err := r.Join(t0, fmt.Sprint("w", i), "t", 0, one); err != nil {
 				t.Fatalf("waiting node %d: %v", i, err)
 			}
 		}
-		err := r.Join(t0, "one-more", "t", one)
+		err := r.Join(t0, "one-more", "t", 0, one)
 		if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "4096 nodes wait for round 1") {
 			t.Fatalf("error %v", err)
 		}
@@ -241,14 +241,14 @@ func TestAClosedRunBeginsAnewOnceItsNodesAreGone(t *testing.T) {
 	if r.Over(at(50)) {
 		t.Fatal("over while b called 30s ago")
 	}
-	if err := r.Join(at(50), "c", "t", cfg23); !errors.Is(err, ErrClosed) {
+	if err := r.Join(at(50), "c", "t", 0, cfg23); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a join while b may still call: %v", err)
 	}
 	if !r.Over(at(51)) {
 		t.Fatal("not over once every node is silent past the grace")
 	}
 	other := Config{MinNodes: 1, MaxNodes: 1, Grace: time.Minute}
-	if err := r.Join(at(51), "c", "t", other); err != nil {
+	if err := r.Join(at(51), "c", "t", 0, other); err != nil {
 		t.Fatal(err)
 	}
 	if r.Closed || r.Round != 1 || !r.Complete || len(r.Members) != 1 || r.Config != other {
@@ -281,7 +281,7 @@ func TestAPollOfARunNotDueChangesNothingButItsHeartbeat(t *testing.T) {
 			}
 			switch op := rng.Intn(10); {
 			case op < 3:
-				_ = r.Join(now, node, "t", cfg)
+				_ = r.Join(now, node, "t", 0, cfg)
 			case op < 9:
 				_, _ = r.Poll(now, node, "t")
 			case r.Round > 2:
@@ -309,17 +309,17 @@ func TestARetriedJoinChangesNothing(t *testing.T) {
 	cfg33 := Config{MinNodes: 3, MaxNodes: 3, LastCall: time.Second, Grace: time.Minute}
 	var r Run
 	for i, n := range []string{"a", "b", "c"} {
-		if err := r.JoinAttempt(at(float64(i)), n, "token-"+n, 1, cfg33); err != nil {
+		if err := r.Join(at(float64(i)), n, "token-"+n, 1, cfg33); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := r.JoinAttempt(at(5), "b", "token-b", 1, cfg33); err != nil {
+	if err := r.Join(at(5), "b", "token-b", 1, cfg33); err != nil {
 		t.Fatal(err)
 	}
 	if v := r.View("b"); !v.Complete || !v.Participant || v.World != 3 || r.Members["b"].Seen != at(5) {
 		t.Fatalf("after a retried join: %+v, member %+v", v, r.Members["b"])
 	}
-	if err := r.JoinAttempt(at(6), "b", "token-b", 2, cfg33); err != nil {
+	if err := r.Join(at(6), "b", "token-b", 2, cfg33); err != nil {
 		t.Fatal(err)
 	}
 	if v := r.View("b"); !v.Queued || v.Participant {
