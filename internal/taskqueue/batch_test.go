@@ -17,10 +17,11 @@ func TestABatchIsChangesMergedInOrder(t *testing.T) {
 		var merged Change
 		last := map[int]Entry{}
 		var order []int
+		tasks := 5 + rng.Intn(60) // a batch of a few tasks scans them, of many indexes them (scanRecords)
 		for range 1 + rng.Intn(50) {
 			ch := Change{Pass: rng.Intn(3), PassChanged: rng.Intn(5) == 0, Gen: Generation{Gen: rng.Intn(4)}}
 			for range rng.Intn(6) {
-				i := rng.Intn(20)
+				i := rng.Intn(tasks)
 				e := Entry{Epoch: rng.Intn(100)}
 				ch.Records = append(ch.Records, Record{Index: i, Entry: e})
 				if _, ok := last[i]; !ok {

@@ -3,6 +3,7 @@ package taskqueue
 import (
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
@@ -105,13 +106,16 @@ func (c Change) Merge(later Change) Change {
 // merges thousands finds a task's earlier entry in constant time.
 type Batch struct {
 	Change
-	at map[int]int // Change.Records' positions, by task index; built at the first Add
+	at map[int]int // Change.Records' positions, by task index; built once they pass scanRecords
 }
+
+// scanRecords is the most records a Batch finds an entry among by a scan:
+// an operation's Merge of a few records allocates no index.
+const scanRecords = 16
 
 // Lookup returns the entry of task index the batch holds, if any.
 func (b *Batch) Lookup(index int) (Record, bool) {
-	b.index()
-	i, ok := b.at[index]
+	i, ok := b.find(index)
 	if !ok {
 		return Record{}, false
 	}
@@ -123,30 +127,38 @@ func (b *Batch) Add(later Change) {
 	if later.Empty() {
 		return
 	}
-	b.index()
 	b.Pass = later.Pass
 	if later.PassChanged {
 		b.Gen = later.Gen
 	}
 	b.PassChanged = b.PassChanged || later.PassChanged
 	for _, r := range later.Records {
-		if i, ok := b.at[r.Index]; ok {
+		if i, ok := b.find(r.Index); ok {
 			b.Records[i] = r
 			continue
 		}
-		b.at[r.Index] = len(b.Records)
+		if b.at != nil {
+			b.at[r.Index] = len(b.Records)
+		}
 		b.Records = append(b.Records, r)
 	}
 }
 
-func (b *Batch) index() {
-	if b.at != nil {
-		return
+// find returns the position of task index's entry in Records, scanning a
+// few and indexing more.
+func (b *Batch) find(index int) (int, bool) {
+	if b.at == nil && len(b.Records) <= scanRecords {
+		i := slices.IndexFunc(b.Records, func(r Record) bool { return r.Index == index })
+		return i, i >= 0
 	}
-	b.at = make(map[int]int, len(b.Records))
-	for i, r := range b.Records {
-		b.at[r.Index] = i
+	if b.at == nil {
+		b.at = make(map[int]int, len(b.Records))
+		for i, r := range b.Records {
+			b.at[r.Index] = i
+		}
 	}
+	i, ok := b.at[index]
+	return i, ok
 }
 
 // Stored yields records as Restore takes them, for stores that hold their
