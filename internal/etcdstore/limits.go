@@ -19,8 +19,13 @@ const passKeyBytes = 1 << 10
 // GroupLimits implements master.GroupLimiter: a group of queue changes is
 // one transaction, the pass key included.
 func (s *Store) GroupLimits() (records, bytes int) {
-	return s.maxOps - 1, s.maxTxnBytes - passKeyBytes
+	return EntriesPerTxn(s.cfg.MaxTxnOps), s.maxTxnBytes - passKeyBytes
 }
+
+// EntriesPerTxn is the most task entries one commit writes in a
+// transaction of etcd's --max-txn-ops maxTxnOps: the store's margin and
+// the pass key less.
+func EntriesPerTxn(maxTxnOps int) int { return maxTxnOps - opsMargin - 1 }
 
 // RecordBytes implements master.GroupLimiter: at least the bytes of the
 // entry's key and value as Commit writes them. It is a bound, not the

@@ -141,7 +141,7 @@ func maxTxnOps(ctx context.Context, cfg Config) int {
 		log.WithError(err).Warnf("could not learn etcd's --max-txn-ops: committing at most %d operations at once, its default", etcdstore.DefaultMaxTxnOps)
 		return etcdstore.DefaultMaxTxnOps
 	case n <= etcdstore.DefaultMaxTxnOps:
-		log.Warnf("etcd takes transactions of at most %d operations (--max-txn-ops): each commit writes at most %d task entries, and thousands of trainers may wait on the commits; raise it (etcd-embed's default is %d)", n, n-9, etcdembed.DefaultMaxTxnOps)
+		log.Warnf("etcd takes transactions of at most %d operations (--max-txn-ops): each commit writes at most %d task entries, and thousands of trainers may wait on the commits; raise it (etcd-embed's default is %d)", n, etcdstore.EntriesPerTxn(n), etcdembed.DefaultMaxTxnOps)
 	default:
 		log.Infof("etcd takes transactions of %d operations (--max-txn-ops): each commit writes up to that many task entries of what waits", n)
 	}
