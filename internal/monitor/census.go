@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"cmp"
+	"container/heap"
 	"slices"
 	"sort"
 	"time"
@@ -50,11 +51,12 @@ func (mo moment) of(t *trainer) standing {
 	}
 }
 
-// status returns t's figures at the moment.
-func (mo moment) status(t *trainer, s standing) statusapi.TrainerStatus {
+// status returns t's figures at the moment, rate its records per second
+// (rate).
+func (mo moment) status(t *trainer, s standing, rate float64) statusapi.TrainerStatus {
 	st := statusapi.TrainerStatus{
 		Name: t.name, TasksTotal: t.tasksTotal, RecordsTotal: t.recordsTotal,
-		RecordsPerSecond: mo.rate(t), Holding: len(t.held), Failures: t.failures, Timeouts: t.timeouts,
+		RecordsPerSecond: rate, Holding: len(t.held), Failures: t.failures, Timeouts: t.timeouts,
 		LastSeen: t.lastSeen.UTC(), Stalled: s.stalled, Connected: s.connected, Lost: t.lost,
 	}
 	if mo.pass < 0 || t.pass == mo.pass {
@@ -119,23 +121,23 @@ const (
 // name.
 func (mo moment) table(ts *trainers) (census, []statusapi.TrainerStatus) {
 	var stalled []ranked
-	slowest := lowest{k: MaxShownTrainers}
+	var slowest fastestFirst
 	c := mo.take(ts, func(t *trainer, s standing, rate float64) {
 		r := ranked{t: t, s: s, rate: rate}
 		if s.stalled {
 			stalled = append(stalled, r)
 		} else {
-			slowest.offer(r)
+			slowest.keep(r, MaxShownTrainers)
 		}
 	})
 	slices.SortFunc(stalled, func(a, b ranked) int {
 		return cmp.Or(cmp.Compare(min(len(b.t.held), 1), min(len(a.t.held), 1)), a.compare(b))
 	})
 	stalled = stalled[:min(len(stalled), MaxShownStalled)]
-	slices.SortFunc(slowest.h, ranked.compare)
-	out := make([]statusapi.TrainerStatus, 0, len(stalled)+len(slowest.h))
-	for _, r := range append(stalled, slowest.h...) {
-		out = append(out, mo.status(r.t, r.s))
+	slices.SortFunc(slowest, ranked.compare)
+	out := make([]statusapi.TrainerStatus, 0, len(stalled)+len(slowest))
+	for _, r := range append(stalled, slowest...) {
+		out = append(out, mo.status(r.t, r.s, r.rate))
 	}
 	return c, out
 }
@@ -152,38 +154,29 @@ func (r ranked) compare(o ranked) int {
 	return cmp.Or(cmp.Compare(r.rate, o.rate), cmp.Compare(r.t.name, o.t.name))
 }
 
-// lowest keeps the k slowest trainers it is offered: a heap whose root is
-// the fastest kept, the first to let go.
-type lowest struct {
-	k int
-	h []ranked
+// fastestFirst is a heap of ranked trainers whose root is the fastest:
+// keep holds the k slowest of those it is offered, letting the fastest go.
+type fastestFirst []ranked
+
+func (h fastestFirst) Len() int           { return len(h) }
+func (h fastestFirst) Less(i, j int) bool { return h[i].compare(h[j]) > 0 }
+func (h fastestFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *fastestFirst) Push(x any)        { *h = append(*h, x.(ranked)) }
+func (h *fastestFirst) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return r
 }
 
-func (l *lowest) offer(r ranked) {
-	if len(l.h) < l.k {
-		l.h = append(l.h, r)
-		for i := len(l.h) - 1; i > 0 && l.h[(i-1)/2].compare(l.h[i]) < 0; i = (i - 1) / 2 {
-			l.h[i], l.h[(i-1)/2] = l.h[(i-1)/2], l.h[i]
-		}
-		return
-	}
-	if len(l.h) == 0 || r.compare(l.h[0]) >= 0 {
-		return
-	}
-	l.h[0] = r
-	for i := 0; ; {
-		top, left, right := i, 2*i+1, 2*i+2
-		if left < len(l.h) && l.h[top].compare(l.h[left]) < 0 {
-			top = left
-		}
-		if right < len(l.h) && l.h[top].compare(l.h[right]) < 0 {
-			top = right
-		}
-		if top == i {
-			return
-		}
-		l.h[i], l.h[top] = l.h[top], l.h[i]
-		i = top
+// keep adds r to the k slowest kept, if it is one of them.
+func (h *fastestFirst) keep(r ranked, k int) {
+	switch {
+	case len(*h) < k:
+		heap.Push(h, r)
+	case k > 0 && r.compare((*h)[0]) < 0:
+		(*h)[0] = r
+		heap.Fix(h, 0)
 	}
 }
 

@@ -47,9 +47,15 @@ func newMetrics() *metrics {
 // getTaskResults are the values of the result label of GetTask latency.
 var getTaskResults = []string{"task", "no_task", "all_done", "error"}
 
+// desc makes a Desc of the Monitor's own metrics, which Describe sends.
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, labels, nil)
+	d := prometheus.NewDesc(name, help, labels, nil)
+	descs = append(descs, d)
+	return d
 }
+
+// descs are every Desc desc made, in the order they were declared.
+var descs []*prometheus.Desc
 
 var (
 	leaderDesc      = desc("trainmaster_leader", "1 while this master leads and serves trainers, 0 while it stands by.")
@@ -111,12 +117,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	m.metrics.getTask.Describe(ch)
 	m.metrics.commit.Describe(ch)
 	m.metrics.groupSize.Describe(ch)
-	for _, d := range []*prometheus.Desc{leaderDesc, passDesc, passesDesc, tasksDesc, datasetTasks, datasetRecords,
-		passRecordsDone, recordsDesc, dispatchesDesc, finishesDesc, failuresDesc, timeoutsDesc, lostDesc, relievedDesc, piecesDesc, discardsDesc, rejectedDesc,
-		checkpointsDesc, rewindsDesc, lastCheckpoint, lastCheckpointT, rdzvRound, rdzvNodes,
-		trainersDesc, trainersStalled, trainersTracked, trainersLeft, trainersRates, trainersHeld,
-		trainerTasks, trainerRecords, trainerRate, trainerFailures, trainerTimeouts, trainerHolding,
-		trainerHeld, trainerLastSeen, trainerStalled, setPass, setPasses, setRound, setTasks, setRecordsDone, setCommitWait, setCommitQueue} {
+	for _, d := range descs {
 		ch <- d
 	}
 }
@@ -199,14 +200,12 @@ func (m *Monitor) scrape() (statusapi.Status, counts, census, []statusapi.Traine
 	defer m.mu.Unlock()
 	st, mo := m.status(src)
 	var each []statusapi.TrainerStatus
+	var visit func(*trainer, standing, float64)
 	if len(m.trainers.byName) <= m.cfg.TrainerSeries {
 		each = make([]statusapi.TrainerStatus, 0, len(m.trainers.byName))
+		visit = func(t *trainer, s standing, rate float64) { each = append(each, mo.status(t, s, rate)) }
 	}
-	c := mo.take(m.trainers, func(t *trainer, s standing, _ float64) {
-		if each != nil {
-			each = append(each, mo.status(t, s))
-		}
-	})
+	c := mo.take(m.trainers, visit)
 	return st, m.counts, c, each
 }
 

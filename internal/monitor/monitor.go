@@ -55,9 +55,7 @@ type Config struct {
 	// called nor had a task taken back for this long; default 10 minutes.
 	ForgetAfter time.Duration
 	// StallAfter is the shortest silence that marks a trainer stalled; it
-	// is raised to 3 times the mean time a task is held. A trainer holding
-	// nothing that is silent for as long is no longer connected. Default
-	// 10 s.
+	// is raised to 3 times the mean time a task is held. Default 10 s.
 	StallAfter time.Duration
 }
 
@@ -203,12 +201,9 @@ func (m *Monitor) Finished(name string, ev master.TaskEvent) {
 	m.history.add(ev.At, ev.Records)
 	task := key(ev)
 	m.addRate(task.dataset, ev.At, ev.Records)
-	if holder := m.trainers.holders[task]; holder != nil {
-		if i := slices.IndexFunc(holder.held, func(h heldTask) bool { return h.task == task }); i >= 0 {
-			m.held.add(ev.At.Sub(holder.held[i].since))
-		}
+	if holder, since := m.trainers.release(task, ev.At); holder != nil {
+		m.held.add(ev.At.Sub(since))
 	}
-	m.trainers.release(task, ev.At)
 	if t := m.trainers.seen(name, ev.At); t != nil {
 		t.finished(task.dataset, ev.Pass, ev.Records, ev.At)
 	}
@@ -244,7 +239,7 @@ func (m *Monitor) Retried(name string, ev master.TaskEvent, cause master.RetryCa
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	task := key(ev)
-	holder := m.trainers.release(task, ev.At)
+	holder, _ := m.trainers.release(task, ev.At)
 	switch cause {
 	case master.CauseFailed:
 		m.counts.failures++

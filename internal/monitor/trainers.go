@@ -180,19 +180,21 @@ func (ts *trainers) hold(t *trainer, task taskKey, pass int, at time.Time) {
 }
 
 // release forgets who holds task, back at at, and returns it (nil:
-// nobody known).
-func (ts *trainers) release(task taskKey, at time.Time) *trainer {
+// nobody known) and since when it held the task.
+func (ts *trainers) release(task taskKey, at time.Time) (*trainer, time.Time) {
 	t := ts.holders[task]
 	if t == nil {
-		return nil
+		return nil, time.Time{}
 	}
 	delete(ts.holders, task)
-	t.held = slices.DeleteFunc(t.held, func(h heldTask) bool { return h.task == task })
+	i := slices.IndexFunc(t.held, func(h heldTask) bool { return h.task == task }) // there once: hold releases first
+	since := t.held[i].since
+	t.held = slices.Delete(t.held, i, i+1)
 	if len(t.held) == 0 {
 		t.touched = later(t.touched, at)
 		ts.idle.pushFront(t)
 	}
-	return t
+	return t, since
 }
 
 // newTerm forgets who holds what: another master may have dispatched
@@ -208,7 +210,6 @@ func (ts *trainers) newTerm() {
 	slices.SortFunc(all, func(a, b *trainer) int { return a.touched.Compare(b.touched) })
 	ts.idle = idleList{}
 	for _, t := range all {
-		t.prev, t.next = nil, nil
 		ts.idle.pushFront(t)
 	}
 }

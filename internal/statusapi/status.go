@@ -138,8 +138,8 @@ type TrainerStatus struct {
 	// task should take, or a task it held timed out or was taken back as
 	// lost since its last call.
 	Stalled bool `json:"stalled"`
-	// Connected: it holds a task, or called in the last 10 seconds, and
-	// was not lost since its last call.
+	// Connected: it has a connection open to the leading master (by its
+	// name), whether it holds a task or not.
 	Connected bool `json:"connected"`
 	// Lost: its tasks went back because it had no connection to the
 	// master for -trainer-grace, and it has not called since.

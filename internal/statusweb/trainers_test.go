@@ -9,8 +9,8 @@ import (
 
 // TestPageTrainers: the trainers' heading counts those connected, stalled
 // (when any) and tracked; a row says when its trainer was lost (its task
-// taken back for want of a connection) or is gone (holds nothing and has
-// not called lately), and says neither of one connected. The page says
+// taken back for want of a connection) or is gone (has no connection
+// open), and says neither of one connected. The page says
 // how many trainers that called lately the master does not track, beside
 // those its table does not show, and says nothing of them when there are
 // none.
