@@ -58,19 +58,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer cli.Close()
 	cfg.Client, cfg.Endpoints = cli, o.Endpoints
+	var rep benchReport
 	if len(cfg.Paced) > 0 {
-		rep, err := masterbench.RunPaced(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		return writeReport(stdout, rep, asJSON)
+		rep, err = masterbench.RunPaced(ctx, cfg)
+	} else {
+		rep, err = masterbench.Run(ctx, cfg)
 	}
-	rep, err := masterbench.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	return writeReport(stdout, rep, asJSON)
 }
+
+// benchReport is either mode's report, which is never nil without an error.
+type benchReport interface{ WriteText(io.Writer) error }
 
 // parseBench reads the flags of `master bench` into a run's configuration
 // (without the master, the etcd client and, unless -dir, the directory),
@@ -170,7 +171,7 @@ func profileDir(dir string) (string, error) {
 }
 
 // writeReport prints rep as text, or as indented JSON.
-func writeReport(w io.Writer, rep interface{ WriteText(io.Writer) error }, asJSON bool) error {
+func writeReport(w io.Writer, rep benchReport, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

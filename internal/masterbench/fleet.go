@@ -2,7 +2,6 @@ package masterbench
 
 import (
 	"context"
-	"fmt"
 	"net/rpc"
 	"sync"
 	"time"
@@ -16,10 +15,8 @@ import (
 // connection of its own. While a trainer's goroutine runs, it alone
 // touches its entry of held.
 type fleet struct {
-	conns       []*rpc.Client
-	names       []string
+	trainerConns
 	held        []wire.Task // the task each trainer holds, finished in its next GetTask
-	period      time.Duration
 	progress    bool
 	from, until time.Time // the measured window
 	requeue     requeueWatch
@@ -45,25 +42,14 @@ func (t *tally) fail(err error) {
 }
 
 // dialFleet connects n trainers to addr, one connection each.
-func dialFleet(dial func(string) (*rpc.Client, error), addr string, n int, period time.Duration, progress bool) (*fleet, error) {
-	f := &fleet{conns: make([]*rpc.Client, 0, n), names: make([]string, n), held: make([]wire.Task, n), period: period, progress: progress}
-	for i := range n {
-		f.names[i] = fmt.Sprintf("bench-%d", i)
-		c, err := dial(addr)
-		if err != nil {
-			f.close()
-			return nil, errors.Wrapf(err, "dial the master for trainer %d of %d", i, n)
-		}
-		f.conns = append(f.conns, c)
+func dialFleet(dial func(string) (*rpc.Client, error), addr string, n int, progress bool) (*fleet, error) {
+	t, err := dialTrainers(dial, addr, n, func(i int, err error) error {
+		return errors.Wrapf(err, "dial the master for trainer %d of %d", i, n)
+	})
+	if err != nil {
+		return nil, err
 	}
-	return f, nil
-}
-
-// close closes every trainer's connection.
-func (f *fleet) close() {
-	for _, c := range f.conns {
-		c.Close()
-	}
+	return &fleet{trainerConns: t, held: make([]wire.Task, n), progress: progress}, nil
 }
 
 // isVictim says whether trainer i is one of the tenth whose connections
@@ -78,13 +64,13 @@ func isVictim(i int) bool { return i%10 == 0 }
 func (f *fleet) run(ctx context.Context, i int, s schedule, t *tally) {
 	late := false
 	for k := 0; ; {
-		if ctx.Err() != nil || !sleepUntil(ctx, s.at(k)) {
+		if !sleepUntil(ctx, s.at(k)) {
 			return
 		}
 		returned, took := f.getTask(i, late, t)
 		if took && f.progress {
-			due := s.at(k).Add(f.period / 2)
-			if ctx.Err() != nil || !sleepUntil(ctx, due) {
+			due := s.at(k).Add(s.period / 2)
+			if !sleepUntil(ctx, due) {
 				return
 			}
 			returned = f.reportProgress(i, returned.After(due), t)

@@ -14,9 +14,9 @@ import (
 // observation is what reading the master's /metrics once a second in a
 // paced window, and etcd's at its start and end, gave.
 type observation struct {
-	page      MetricsPage
-	err       error // the first failure
-	histogram struct{ fsync, commit, group Quantiles }
+	page                 MetricsPage
+	err                  error     // the first failure
+	fsync, commit, group Quantiles // the histograms' deltas
 }
 
 // pages are the first and last /metrics bodies read, of the master and of
@@ -61,7 +61,7 @@ func observe(ctx context.Context, cfg Config, doorURL string, from, until time.T
 	o.page.Time = summarise(times)
 	fsync := etcd.deltas(fsyncMetric)
 	commits := master.deltas(commitMetric, commitGroupMetric)
-	o.histogram.fsync, o.histogram.commit, o.histogram.group = fsync[0], commits[0], commits[1]
+	o.fsync, o.commit, o.group = fsync[0], commits[0], commits[1]
 	return o
 }
 

@@ -3,7 +3,7 @@ package masterbench
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"net/rpc"
 	"regexp"
 	"sync"
 	"time"
@@ -13,19 +13,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/trainmaster/master/go/wire"
-	"github.com/trainmaster/master/internal/proc"
 )
 
 // pacedJob is the master of one paced row, with its side door, on a
 // dataset the row does not use up.
 type pacedJob struct {
-	ns      string
-	masters *masters
-	leader  *proc.Proc
-	addr    string
-	doorURL string
-	tasks   int
-	grace   chan string // the grace of the first trainer it logged lost
+	job
+	tasks int
+	grace chan string // the grace of the first trainer it logged lost
 }
 
 // lostLine is the line a master logs when a trainer's grace ran out.
@@ -42,30 +37,22 @@ func pacedTasks(cfg Config, n int) int {
 // startPacedMaster writes the row's dataset, starts its master with room
 // for n trainers' connections (-max-conns), and reports the dataset.
 func startPacedMaster(ctx context.Context, cfg Config, n int) (*pacedJob, error) {
-	j := &pacedJob{ns: fmt.Sprintf("/masterbench/%d/paced-%d", time.Now().UnixNano(), n), tasks: pacedTasks(cfg, n), grace: make(chan string, 1)}
-	chunks := j.tasks * cfg.ChunksPerTask
-	dir := filepath.Join(cfg.Dir, fmt.Sprintf("chunks-%d", chunks))
-	pattern, err := writeDataset(dir, chunks)
+	j := &pacedJob{job: job{door: true, ns: fmt.Sprintf("/masterbench/%d/paced-%d", time.Now().UnixNano(), n)}, tasks: pacedTasks(cfg, n), grace: make(chan string, 1)}
+	dir, pattern, err := writeDataset(cfg.Dir, j.tasks*cfg.ChunksPerTask)
 	if err != nil {
 		return nil, err
 	}
 	// The bench's own connections (the report, the door) need room too.
 	cfg.MasterArgs = append(append([]string(nil), cfg.MasterArgs...), "-max-conns", fmt.Sprint(n+spareDescriptors))
-	j.masters = newMasters(cfg, dir, j.ns, true)
-	j.leader, j.addr, j.doorURL, err = j.masters.startLeader(ctx, func(line string) {
+	_, err = j.start(ctx, cfg, dir, pattern, func(line string) {
 		if m := lostLine.FindStringSubmatch(line); m != nil {
 			select {
 			case j.grace <- m[1]:
 			default:
 			}
 		}
-	})
+	}, logrus.Fields{"trainers": n, "tasks": j.tasks})
 	if err != nil {
-		j.stop(ctx, cfg)
-		return nil, err
-	}
-	cfg.Log.WithFields(logrus.Fields{"trainers": n, "tasks": j.tasks, "addr": j.addr, "door": j.doorURL}).Info("master serving; reporting the dataset")
-	if err := reportDataset(ctx, j.addr, pattern); err != nil {
 		j.stop(ctx, cfg)
 		return nil, err
 	}
@@ -90,7 +77,7 @@ func runPacedRow(ctx context.Context, cfg Config, n int) (PacedResult, error) {
 	defer j.stop(ctx, cfg)
 	res.Tasks = j.tasks
 	began := time.Now()
-	f, err := dialFleet(dialer(cfg.Codec), j.addr, n, cfg.CallEvery, cfg.Progress)
+	f, err := dialFleet(dialer(cfg.Codec), j.addr, n, cfg.Progress)
 	if err != nil {
 		return res, err
 	}
@@ -123,7 +110,7 @@ func runPacedRow(ctx context.Context, cfg Config, n int) (PacedResult, error) {
 	if res.Master, err = readProcess(j.leader.Pid()); err != nil {
 		return res, errors.WithMessagef(err, "the master (log: %s)", j.leader.Log)
 	}
-	res.Metrics, res.Fsync, res.Commit, res.CommitGroup = obs.page, obs.histogram.fsync, obs.histogram.commit, obs.histogram.group
+	res.Metrics, res.Fsync, res.Commit, res.CommitGroup = obs.page, obs.fsync, obs.commit, obs.group
 	if obs.err != nil {
 		cfg.Log.WithError(obs.err).WithField("failed", obs.page.Failed).Warn("reads of /metrics failed")
 	}
@@ -160,22 +147,22 @@ func (f *fleet) timeRequeue(ctx context.Context, stopVictims func(), victims *sy
 	stopVictims()
 	victims.Wait()
 	var r Requeue
+	var closing []*rpc.Client
 	var held []wire.Task
-	for i := range f.conns {
-		if isVictim(i) {
-			r.Victims++
-			if f.held[i].Epoch != 0 {
-				held = append(held, f.held[i])
-			}
+	for i, c := range f.conns {
+		if !isVictim(i) {
+			continue
+		}
+		closing = append(closing, c)
+		if f.held[i].Epoch != 0 {
+			held = append(held, f.held[i])
 		}
 	}
-	r.Held = len(held)
+	r.Victims, r.Held = len(closing), len(held)
 	done := f.requeue.arm(held)
 	closed := time.Now()
-	for i, c := range f.conns {
-		if isVictim(i) {
-			c.Close()
-		}
+	for _, c := range closing {
+		c.Close()
 	}
 	select {
 	case <-done:

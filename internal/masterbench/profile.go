@@ -80,8 +80,12 @@ func (pr *profiler) profile(ctx context.Context, from, until time.Time) string {
 	return profilePath(pr.dir, pr.p.Pid(), pr.n)
 }
 
-// sleepUntil waits until t; false if ctx ended first.
+// sleepUntil waits until t; false if ctx ended first, or had ended when
+// it was called even if t had passed.
 func sleepUntil(ctx context.Context, t time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {

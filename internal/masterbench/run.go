@@ -225,13 +225,29 @@ type job struct {
 	prof    *profiler // nil unless Config.Profile
 }
 
+// start starts j's masters on the dataset in dir, its leader passing the
+// lines it logs to onLine (nil: none), logs it serving with fields, and
+// reports the dataset of pattern to it; it returns how long the report
+// took. j.masters is set, to be stopped, even when it fails.
+func (j *job) start(ctx context.Context, cfg Config, dir, pattern string, onLine func(string), fields logrus.Fields) (time.Duration, error) {
+	j.masters = newMasters(cfg, dir, j.ns, j.door)
+	var err error
+	if j.leader, j.addr, j.doorURL, err = j.masters.startLeader(ctx, onLine); err != nil {
+		return 0, err
+	}
+	fields["addr"], fields["door"] = j.addr, j.doorURL
+	cfg.Log.WithFields(fields).Info("master serving; reporting the dataset")
+	start := time.Now()
+	err = reportDataset(ctx, j.addr, pattern)
+	return time.Since(start), err
+}
+
 // runDataset starts a master per door mode, each in a namespace of its own,
 // reports a new dataset to each and runs the trainers; the namespaces are
 // deleted afterwards.
 func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, error) {
 	res := DatasetResult{Chunks: chunks, Tasks: (chunks + cfg.ChunksPerTask - 1) / cfg.ChunksPerTask}
-	dir := filepath.Join(cfg.Dir, fmt.Sprintf("chunks-%d", chunks))
-	pattern, err := writeDataset(dir, chunks)
+	dir, pattern, err := writeDataset(cfg.Dir, chunks)
 	if err != nil {
 		return res, err
 	}
@@ -243,21 +259,16 @@ func runDataset(ctx context.Context, cfg Config, chunks int) (DatasetResult, err
 		if door {
 			j.ns = ns + "/door-on"
 		}
-		j.masters = newMasters(cfg, dir, j.ns, door)
+		accept, err := j.start(ctx, cfg, dir, pattern, nil, logrus.Fields{"chunks": chunks})
 		defer j.masters.stopAll()
-		if j.leader, j.addr, j.doorURL, err = j.masters.startLeader(ctx, nil); err != nil {
+		if err != nil {
 			return res, err
 		}
 		if cfg.Profile != "" {
 			j.prof = &profiler{dir: cfg.Profile, p: j.leader}
 		}
-		cfg.Log.WithFields(logrus.Fields{"chunks": chunks, "addr": j.addr, "door": j.doorURL}).Info("master serving; reporting the dataset")
-		start := time.Now()
-		if err := reportDataset(ctx, j.addr, pattern); err != nil {
-			return res, err
-		}
 		if len(jobs) == 0 {
-			res.Accept = time.Since(start)
+			res.Accept = accept
 		}
 		jobs = append(jobs, j)
 	}
@@ -367,16 +378,18 @@ func runWindow(ctx context.Context, cfg Config, j *job, trainers int, checkpoint
 }
 
 // writeDataset writes chunks one-record chunks into files of at most
-// 100,000 chunks under dir, unless an earlier run left them there.
-func writeDataset(dir string, chunks int) (string, error) {
+// 100,000 chunks under root/chunks-<chunks>, unless an earlier run left
+// them there; it returns that directory and the files' pattern.
+func writeDataset(root string, chunks int) (dir, pattern string, err error) {
 	const perFile = 100000
-	pattern := filepath.Join(dir, "part-*.recordio")
+	dir = filepath.Join(root, fmt.Sprintf("chunks-%d", chunks))
+	pattern = filepath.Join(dir, "part-*.recordio")
 	done := filepath.Join(dir, "complete")
 	if _, err := os.Stat(done); err == nil {
-		return pattern, nil
+		return dir, pattern, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", errors.Wrap(err, "dataset")
+		return "", "", errors.Wrap(err, "dataset")
 	}
 	for f := 0; f*perFile < chunks; f++ {
 		n := min(perFile, chunks-f*perFile)
@@ -384,8 +397,8 @@ func writeDataset(dir string, chunks int) (string, error) {
 		path := filepath.Join(dir, fmt.Sprintf("part-%06d.recordio", f))
 		// A limit of one record's size puts every record in a chunk of its own.
 		if err := recordio.WriteFile(path, n, record, recordio.WithMaxChunkBytes(len(record(0)))); err != nil {
-			return "", errors.Wrapf(err, "dataset %s", path)
+			return "", "", errors.Wrapf(err, "dataset %s", path)
 		}
 	}
-	return pattern, errors.Wrap(os.WriteFile(done, []byte(strconv.Itoa(chunks)+"\n"), 0o644), "dataset")
+	return dir, pattern, errors.Wrap(os.WriteFile(done, []byte(strconv.Itoa(chunks)+"\n"), 0o644), "dataset")
 }

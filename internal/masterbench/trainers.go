@@ -37,6 +37,37 @@ func dialer(codec string) func(addr string) (*rpc.Client, error) {
 	return func(addr string) (*rpc.Client, error) { return rpc.Dial("tcp", addr) }
 }
 
+// trainerConns are synthetic trainers' connections to the master, one
+// each; trainer i is named bench-<i>.
+type trainerConns struct {
+	conns []*rpc.Client
+	names []string
+}
+
+// dialTrainers connects n trainers to addr, one after the other. If a dial
+// fails, it closes the connections it made and returns failed(i, err) for
+// trainer i.
+func dialTrainers(dial func(string) (*rpc.Client, error), addr string, n int, failed func(i int, err error) error) (trainerConns, error) {
+	t := trainerConns{conns: make([]*rpc.Client, 0, n), names: make([]string, n)}
+	for i := range n {
+		t.names[i] = fmt.Sprintf("bench-%d", i)
+		c, err := dial(addr)
+		if err != nil {
+			t.close()
+			return trainerConns{}, failed(i, err)
+		}
+		t.conns = append(t.conns, c)
+	}
+	return t, nil
+}
+
+// close closes every trainer's connection.
+func (t trainerConns) close() {
+	for _, c := range t.conns {
+		c.Close()
+	}
+}
+
 // load is what the synthetic trainers do besides taking tasks.
 type load struct {
 	named           bool // send the name bench-<i>
@@ -54,31 +85,19 @@ type load struct {
 // that many tasks, holding the task it trains, before it asks for the
 // next: a fenced write of the dataset's Trained each.
 func runTrainers(ctx context.Context, dial func(string) (*rpc.Client, error), addr string, trainers int, l load, w window) (loadResult, error) {
-	named, progress := l.named, l.progress
-	conns := make([]*rpc.Client, trainers)
+	progress := l.progress
+	tc, err := dialTrainers(dial, addr, trainers, func(_ int, err error) error { return errors.Wrap(err, "dial the master") })
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer tc.close()
+	conns, names := tc.conns, tc.names
+	if !l.named {
+		names = make([]string, trainers)
+	}
 	prev := make([]wire.Task, trainers)
-	names := make([]string, trainers)
 	taken := make([]int, trainers) // tasks taken, for checkpointEvery
 	var cpLatency latencyList
-	if named {
-		for i := range names {
-			names[i] = fmt.Sprintf("bench-%d", i)
-		}
-	}
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	for i := range conns {
-		c, err := dial(addr)
-		if err != nil {
-			return loadResult{}, errors.Wrap(err, "dial the master")
-		}
-		conns[i] = c
-	}
 	res, err := runLoad(ctx, trainers, w, func(i int) (bool, error) {
 		var next wire.Task
 		prev[i].Trainer = names[i]
