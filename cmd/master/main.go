@@ -112,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			return o, err
 		}
 	}
+	o.port.maxConnsGiven = len(setFlags(fs, "max-conns")) > 0
 	if fs.NArg() > 0 {
 		return o, errors.Errorf("unexpected arguments %q", fs.Args())
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/namsral/flag"
@@ -23,18 +22,22 @@ import (
 // and trainerport.ServerTLS).
 type portOptions struct {
 	limits      trainerport.Limits
-	maxConns    maxConnsFlag // sets limits.MaxConns
 	idleTimeout time.Duration
 	tlsCert     string
 	tlsKey      string
 	tlsClientCA string
 	tokenFile   string
+	// maxConnsWhy says why -max-conns defaults to what it does, logged at
+	// start-up unless maxConnsGiven: by flag, environment or -config
+	// (parseFlags sets it once they are all applied).
+	maxConnsWhy   string
+	maxConnsGiven bool
 }
 
 func (p *portOptions) register(fs *flag.FlagSet) {
-	p.maxConns = maxConnsFlag{n: &p.limits.MaxConns, def: trainerport.DefaultMaxConns(osproc.FileLimit())}
-	p.limits.MaxConns = p.maxConns.def.MaxConns
-	fs.Var(&p.maxConns, "max-conns", fmt.Sprintf("most trainer `connections` served at once; one more is closed at once, with a warning (default: the file limit less %d, at most %d)",
+	def := trainerport.DefaultMaxConns(osproc.FileLimit())
+	p.maxConnsWhy = def.Why
+	fs.IntVar(&p.limits.MaxConns, "max-conns", def.MaxConns, fmt.Sprintf("most trainer `connections` served at once; one more is closed at once, with a warning (default: the file limit less %d, at most %d)",
 		trainerport.ReservedFiles, trainerport.MaxDefaultConns))
 	fs.DurationVar(&p.idleTimeout, "idle-timeout", trainerport.DefaultIdleTimeout, "close a trainer connection with no call in flight that received nothing for this `long` (0: never); trainers reconnect by themselves")
 	fs.IntVar(&p.limits.MaxRequestBytes, "max-request-bytes", trainerport.DefaultMaxRequestBytes, "largest message of a request, in `bytes`: a larger argument is answered an error, a larger header closes the connection")
@@ -121,8 +124,8 @@ func (p *portOptions) logExposure(log logrus.FieldLogger, addr string) {
 		"max_conns": p.limits.MaxConns, "idle_timeout": p.idleTimeout.String(),
 		"max_request_bytes": p.limits.MaxRequestBytes, "max_inflight": p.limits.MaxInflight,
 	}).Info("trainer port")
-	if !p.maxConns.set {
-		log.Info(p.maxConns.def.Why)
+	if !p.maxConnsGiven {
+		log.Info(p.maxConnsWhy)
 	}
 	for _, w := range p.exposureWarnings(addr) {
 		log.Warn(w)
@@ -156,31 +159,3 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-
-// maxConnsFlag is -max-conns, whose default comes from the file limit: it
-// remembers whether it was given, by flag, environment or -config, for the
-// start-up line that says why the default is what it is.
-type maxConnsFlag struct {
-	n   *int
-	def trainerport.ConnsDefault
-	set bool
-}
-
-func (f *maxConnsFlag) String() string {
-	if f.n == nil {
-		return ""
-	}
-	return strconv.Itoa(*f.n)
-}
-
-func (f *maxConnsFlag) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return errors.New("not an integer")
-	}
-	*f.n, f.set = n, true
-	return nil
-}
-
-// Get makes it a flag.Getter, so that -config says it wants an integer.
-func (f *maxConnsFlag) Get() any { return *f.n }

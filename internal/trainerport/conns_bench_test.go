@@ -3,7 +3,6 @@ package trainerport_test
 import (
 	"bufio"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -19,12 +18,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/trainmaster/master/go/wire"
+	"github.com/trainmaster/master/internal/credfile"
 	"github.com/trainmaster/master/internal/etcdembed/etcdtest"
+	"github.com/trainmaster/master/internal/proc"
 	"github.com/trainmaster/master/internal/trainerport"
 	"github.com/trainmaster/master/internal/trainerport/porttest"
 )
@@ -130,12 +130,10 @@ func (job clientsJob) dial() (net.Conn, error) {
 	if job.CAFile == "" {
 		return net.DialTimeout("tcp", job.Addr, 10*time.Second)
 	}
-	pem, err := os.ReadFile(job.CAFile)
+	pool, err := credfile.CertPool(job.CAFile)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", job.Addr, cfg)
 }
@@ -153,7 +151,11 @@ func BenchmarkIdleConnections(b *testing.B) {
 	for _, codec := range []string{"gob", "json", "gob-tls"} {
 		for _, conns := range []int{1000, 10000} {
 			b.Run(fmt.Sprintf("%s/%d", codec, conns), func(b *testing.B) {
-				if limit := fileLimit(b); conns+256 > limit {
+				limit := proc.FileLimit()
+				if limit == 0 {
+					b.Skip("the file limit (RLIMIT_NOFILE) is unknown here")
+				}
+				if uint64(conns+256) > limit {
 					b.Skipf("%d connections need more than the file limit of %d", conns, limit)
 				}
 				benchIdleConnections(b, codec, conns)
@@ -270,15 +272,6 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// fileLimit is the process's limit of open files.
-func fileLimit(b *testing.B) int {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		b.Skip(err)
-	}
-	return int(min(lim.Cur, 1<<30))
 }
 
 // connCount is a Listener counting the connections served.

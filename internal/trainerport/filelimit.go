@@ -26,25 +26,20 @@ const ReservedFiles = 256
 // over gob). A job of more trainers sets -max-conns.
 const MaxDefaultConns = 65536
 
-// unknownLimitConns is the default MaxConns where the file limit cannot
-// be read.
-const unknownLimitConns = 1024
-
 // ConnsDefault is the default of Limits.MaxConns in this process, and why.
 type ConnsDefault struct {
-	MaxConns  int
-	FileLimit uint64 // the soft RLIMIT_NOFILE read; 0 if unknown
-	Why       string // a sentence for the start-up log
+	MaxConns int
+	Why      string // a sentence for the start-up log
 }
 
 // DefaultMaxConns returns the default of the master's -max-conns under a
 // process's file limit (its soft RLIMIT_NOFILE; 0: unknown).
 func DefaultMaxConns(limit uint64) ConnsDefault {
-	d := ConnsDefault{FileLimit: limit}
+	var d ConnsDefault
 	const raise = "; raise the hard limit (ulimit -Hn, systemd's LimitNOFILE, docker's --ulimit nofile) or set -max-conns for more trainers"
 	switch {
 	case limit == 0:
-		d.MaxConns = unknownLimitConns
+		d.MaxConns = FallbackMaxConns
 		d.Why = fmt.Sprintf("-max-conns defaults to %d: the file limit (RLIMIT_NOFILE) is unknown here", d.MaxConns)
 	case limit <= 2*ReservedFiles:
 		d.MaxConns = int(max(limit/2, 1))

@@ -178,31 +178,52 @@ func (f *gobFrames) next() error {
 	return nil
 }
 
-// readLength reads a gob unsigned integer into f.buf: one byte below 0x80,
-// else a byte holding the negated count of the big-endian bytes that follow.
+// readLength reads a message's length, a gob unsigned integer, into f.buf.
 func (f *gobFrames) readLength() (size uint64, width int, err error) {
 	first, err := f.in.ReadByte()
 	if err != nil {
 		return 0, 0, err // io.EOF here is a clean end between messages
 	}
+	width = gobUintWidth(first)
+	if width == 0 {
+		return 0, 0, errUnframed
+	}
 	f.buf[0] = first
+	if _, err := io.ReadFull(f.in, f.buf[1:width]); err != nil {
+		return 0, 0, unexpected(err)
+	}
+	if size = gobUint(f.buf[:width]); size > maxSkipBytes {
+		return 0, 0, errUnframed
+	}
+	return size, width, nil
+}
+
+// gobUintWidth is the width in bytes of a gob unsigned integer beginning
+// with first: one byte below 0x80, else a byte holding the negated count
+// of the big-endian bytes that follow, at most 8; 0 if no gob unsigned
+// integer begins with first.
+func gobUintWidth(first byte) int {
 	if first < 0x80 {
-		return uint64(first), 1, nil
+		return 1
 	}
 	n := -int(int8(first))
 	if n > 8 {
-		return 0, 0, errUnframed
+		return 0
 	}
-	if _, err := io.ReadFull(f.in, f.buf[1:1+n]); err != nil {
-		return 0, 0, unexpected(err)
+	return 1 + n
+}
+
+// gobUint is the value of the gob unsigned integer b, whose width
+// (gobUintWidth(b[0])) b holds exactly.
+func gobUint(b []byte) uint64 {
+	if b[0] < 0x80 {
+		return uint64(b[0])
 	}
-	for _, b := range f.buf[1 : 1+n] {
-		size = size<<8 | uint64(b)
+	var v uint64
+	for _, x := range b[1:] {
+		v = v<<8 | uint64(x)
 	}
-	if size > maxSkipBytes {
-		return 0, 0, errUnframed
-	}
-	return size, 1 + n, nil
+	return v
 }
 
 // unexpected turns an end of stream inside a message into

@@ -110,20 +110,13 @@ func definesType(in *connReader, size uint64) bool {
 	if err != nil {
 		return false
 	}
-	id := uint64(first[0])
-	if first[0] >= 0x80 {
-		n := -int(int8(first[0]))
-		if n > 8 || uint64(1+n) > size {
-			return false
-		}
-		b, err := in.peek(1 + n)
-		if err != nil {
-			return false
-		}
-		id = 0
-		for _, x := range b[1:] {
-			id = id<<8 | uint64(x)
-		}
+	width := gobUintWidth(first[0])
+	if width == 0 || uint64(width) > size {
+		return false
 	}
-	return id&1 == 1
+	b, err := in.peek(width)
+	if err != nil {
+		return false
+	}
+	return gobUint(b)&1 == 1
 }

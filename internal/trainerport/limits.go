@@ -68,7 +68,7 @@ type Limits struct {
 
 // The defaults of Limits, but MaxConns's (DefaultMaxConns).
 const (
-	FallbackMaxConns       = 1024 // Limits.MaxConns unset: the file limit is the binary's to read (DefaultMaxConns)
+	FallbackMaxConns       = 1024 // Limits.MaxConns unset (the file limit is the binary's to read), and DefaultMaxConns where the file limit is unknown
 	DefaultIdleTimeout     = 30 * time.Minute
 	DefaultMaxRequestBytes = 256 << 10
 	DefaultMaxInflight     = 16
@@ -77,9 +77,7 @@ const (
 // withDefaults returns l with every zero field set to its default, or an
 // error naming a field that cannot be honoured.
 func (l Limits) withDefaults() (Limits, error) {
-	if l.MaxConns == 0 {
-		l.MaxConns = FallbackMaxConns
-	}
+	setDefault(&l.MaxConns, FallbackMaxConns)
 	setDefault(&l.MaxRequestBytes, DefaultMaxRequestBytes)
 	setDefault(&l.MaxInflight, DefaultMaxInflight)
 	if l.IdleTimeout == 0 {

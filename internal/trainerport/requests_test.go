@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/rpc"
 	"net/rpc/jsonrpc"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -200,7 +199,7 @@ func TestCloseEndsEveryRequestGoroutine(t *testing.T) {
 		closing <- err
 	}()
 	srv.Close()
-	if n := requestGoroutines(); n > 0 {
+	if n := servingGoroutines(); n > 0 {
 		t.Errorf("%d goroutines still serve requests after Close returned", n)
 	}
 	if err := <-closing; err != nil {
@@ -209,18 +208,6 @@ func TestCloseEndsEveryRequestGoroutine(t *testing.T) {
 	if err := porttest.Within(held, 10*time.Second); err != nil {
 		t.Fatalf("the call in flight at Close: %v", err)
 	}
-}
-
-// requestGoroutines counts the goroutines serving a connection's requests.
-func requestGoroutines() int {
-	buf := make([]byte, 8<<20)
-	n := 0
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		if strings.Contains(g, "trainerport.(*trainerConn).serveNext") || strings.Contains(g, "net/rpc.(*Server).ServeRequest") {
-			n++
-		}
-	}
-	return n
 }
 
 // unencodable is a service whose reply gob cannot encode.
