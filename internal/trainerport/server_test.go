@@ -5,6 +5,7 @@ import (
 	"net/rpc"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,11 +258,15 @@ func dialLoop(addr string, n int) (stop func()) {
 // servingGoroutines counts the goroutines serving a connection, before
 // they have closed it.
 func servingGoroutines() int {
+	return goroutinesIn("trainerport.(*Server).serveConn", "trainerport.(*trainerConn).serveNext")
+}
+
+// goroutinesIn counts the goroutines with any of frames on their stacks.
+func goroutinesIn(frames ...string) int {
 	buf := make([]byte, 8<<20)
-	stacks := string(buf[:runtime.Stack(buf, true)])
 	n := 0
-	for _, g := range strings.Split(stacks, "\n\n") {
-		if strings.Contains(g, "trainerport.(*Server).serveConn") || strings.Contains(g, "trainerport.(*trainerConn).serveNext") {
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if slices.ContainsFunc(frames, func(f string) bool { return strings.Contains(g, f) }) {
 			n++
 		}
 	}
