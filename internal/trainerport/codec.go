@@ -7,6 +7,8 @@ import (
 
 	"github.com/pkg/errors"
 	"github.com/sirupsen/logrus"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 // limitedCodec wraps the codec of one connection, whatever its encoding,
@@ -198,7 +200,7 @@ func (c *limitedCodec) ReadRequestBody(body any) error {
 		defer c.bodyRead()
 	}
 	if err := c.takeLarge(); err != nil {
-		return err
+		return c.cut(err)
 	}
 	err := c.ServerCodec.ReadRequestBody(body)
 	var tooLarge *RequestTooLargeError
@@ -207,9 +209,20 @@ func (c *limitedCodec) ReadRequestBody(body any) error {
 		c.conn.warn("refused a request over -max-request-bytes", logrus.Fields{"bytes": tooLarge.Size, "limit": tooLarge.Limit})
 		return err
 	case err != nil || body == nil:
-		return err
+		return c.cut(err)
 	}
 	return c.conn.decoded(c.method, c.auth, body)
+}
+
+// cut is the answer to a call whose argument could not be read: err, or,
+// when the connection was stopped meanwhile (Server.Close, as a deposed
+// master stops; a failed authentication), wire.ErrNotServing, which a
+// client retries at the leader, rather than the stop's read deadline.
+func (c *limitedCodec) cut(err error) error {
+	if err == nil || c.conn.life.Err() == nil {
+		return err
+	}
+	return wire.WithKind(wire.ErrNotServing, errors.WithMessage(err, "the connection was stopped while the call's argument was read"))
 }
 
 // WriteResponse writes a reply, then frees the call's slot: a reply stuck

@@ -3,9 +3,15 @@ package trainerport
 import (
 	"context"
 	"net/rpc"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/pkg/errors"
+
+	"github.com/trainmaster/master/go/wire"
 )
 
 // sizedCodec is a codec whose arguments have the given sizes and whose
@@ -76,4 +82,48 @@ func TestOneLargeArgumentPerConnection(t *testing.T) {
 			t.Fatalf("replies went out numbered %v, want the client's 7 each", inner.replied)
 		}
 	})
+}
+
+// failingBody is a codec whose arguments cannot be read: err each.
+type failingBody struct {
+	sizedCodec
+	err error
+}
+
+func (f *failingBody) ReadRequestBody(any) error { return f.err }
+
+// TestAnArgumentCutByAStopIsNotServing: a call whose argument cannot be
+// read because the connection was stopped (the read deadline Close sets)
+// is answered "master is not serving", which a client retries at the
+// leader; on a connection not stopped, the read's own error stands.
+func TestAnArgumentCutByAStopIsNotServing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stopped bool
+		err     error
+		want    string // the answer's text begins so
+	}{
+		{"stopped, the deadline", true, os.ErrDeadlineExceeded, wire.TextNotServing + ": the connection was stopped while the call's argument was read: "},
+		{"stopped, the end", true, errors.New("unexpected EOF"), wire.TextNotServing + ": "},
+		{"serving", false, os.ErrDeadlineExceeded, os.ErrDeadlineExceeded.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			life, stop := context.WithCancel(context.Background())
+			defer stop()
+			c := newLimitedCodec(&failingBody{sizedCodec: sizedCodec{sizes: []int{8}}, err: tc.err}, &trainerConn{sv: &Server{}, life: life, stop: stop}, 4)
+			if err := c.ReadRequestHeader(new(rpc.Request)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.stopped {
+				stop()
+			}
+			err := c.ReadRequestBody(new(int))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("answered %v, want %q...", err, tc.want)
+			}
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("answered %v, which lost its cause %v", err, tc.err)
+			}
+		})
+	}
 }
